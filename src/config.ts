@@ -1,0 +1,162 @@
+// Environment → typed configuration, read and validated once at start.
+// A bad value throws ConfigError whose message is a one-line reason.
+import path from 'node:path';
+
+export class ConfigError extends Error {}
+
+export interface RateLimit {
+  /** requests allowed per window */
+  limit: number;
+  /** window length in milliseconds */
+  windowMs: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  publicUrl: string;
+  secretKey: string | undefined;
+  jwtSecret: string | undefined;
+  jwtTtlSeconds: number;
+  registrationToken: string | undefined;
+  bootstrap: { platform: string; email: string; password: string } | undefined;
+  trustProxy: boolean;
+  geoipDb: string | undefined;
+  webhookAllowPrivateNetworks: boolean;
+  webhookRetrySchedule: number[];
+  logLevel: string;
+  /** failed logins allowed per email and per IP in a window; undefined = off */
+  loginRateLimit: RateLimit | undefined;
+  registrationRateLimit: RateLimit | undefined;
+  /** per IP and per organisation on /jsv1 and the learning endpoint; undefined = off */
+  trackingRateLimit: RateLimit | undefined;
+  eventRetentionDays: number | undefined;
+  /** validate every response against the contract and fail loudly on drift */
+  validateResponses: boolean;
+}
+
+type Env = Record<string, string | undefined>;
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Parses `500ms`, `5s`, `5m`, `2h`, `1d`; a bare number is seconds. */
+export function parseDuration(name: string, raw: string): number {
+  const m = DURATION.exec(raw.trim());
+  if (!m) throw new ConfigError(`${name}: "${raw}" is not a duration (e.g. 500ms, 5s, 5m, 2h, 1d)`);
+  return Math.round(Number(m[1]) * UNIT_MS[m[2] ?? 's']!);
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name}: "${raw}" is not a whole number`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name}: ${n} is outside ${min}..${max}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name}: "${raw}" is not a boolean (true/false)`);
+}
+
+function str(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+/** `N/window`, e.g. `10/15m`, `100/1s`. */
+function rateLimit(env: Env, name: string, def: RateLimit | undefined): RateLimit | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  if (/^(off|none|0)$/i.test(raw)) return undefined;
+  const m = /^(\d+)\/(.+)$/.exec(raw);
+  if (!m) throw new ConfigError(`${name}: "${raw}" is not a rate limit (e.g. 100/1s, 10/15m, or off)`);
+  const limit = Number(m[1]);
+  if (limit < 1) throw new ConfigError(`${name}: the limit must be at least 1`);
+  return { limit, windowMs: parseDuration(name, m[2]!) };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const host = str(env, 'HOST') ?? '0.0.0.0';
+
+  const databaseUrl = str(env, 'DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL: must start with postgres:// or postgresql://');
+  }
+
+  const publicUrl = (str(env, 'PUBLIC_URL') ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  try {
+    const u = new URL(publicUrl);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+  } catch {
+    throw new ConfigError(`PUBLIC_URL: "${publicUrl}" is not an absolute http(s) URL`);
+  }
+
+  const secretKey = str(env, 'TRACKWAY_SECRET_KEY');
+  if (secretKey !== undefined && Buffer.from(secretKey, 'base64').length !== 32 && !/^[0-9a-f]{64}$/i.test(secretKey)) {
+    throw new ConfigError('TRACKWAY_SECRET_KEY: must be 32 bytes as 64 hex digits or base64');
+  }
+  const jwtSecret = str(env, 'JWT_SECRET');
+  if (jwtSecret !== undefined && jwtSecret.length < 32) {
+    throw new ConfigError('JWT_SECRET: must be at least 32 characters');
+  }
+  const jwtTtlSeconds = Math.round(parseDuration('JWT_TTL', str(env, 'JWT_TTL') ?? '24h') / 1000);
+  if (jwtTtlSeconds < 60) throw new ConfigError('JWT_TTL: must be at least 60s');
+
+  const bp = str(env, 'TRACKWAY_BOOTSTRAP_PLATFORM');
+  const be = str(env, 'TRACKWAY_BOOTSTRAP_EMAIL');
+  const bpw = str(env, 'TRACKWAY_BOOTSTRAP_PASSWORD');
+  let bootstrap: Config['bootstrap'];
+  if (bp || be || bpw) {
+    if (!bp || !be || !bpw) {
+      throw new ConfigError('TRACKWAY_BOOTSTRAP_PLATFORM, _EMAIL and _PASSWORD must be set together');
+    }
+    bootstrap = { platform: bp, email: be, password: bpw };
+  }
+
+  const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL: "${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
+  }
+
+  const schedule = (str(env, 'WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_RETRY_SCHEDULE)
+    .split(',')
+    .map((part) => parseDuration('WEBHOOK_RETRY_SCHEDULE', part));
+
+  const retention = str(env, 'EVENT_RETENTION_DAYS');
+  const eventRetentionDays = retention === undefined ? undefined : int(env, 'EVENT_RETENTION_DAYS', 0, 1, 36500);
+
+  return {
+    port,
+    host,
+    databaseUrl,
+    dataDir: path.resolve(str(env, 'TRACKWAY_DATA_DIR') ?? '.trackway'),
+    publicUrl,
+    secretKey,
+    jwtSecret,
+    jwtTtlSeconds,
+    registrationToken: str(env, 'REGISTRATION_TOKEN'),
+    bootstrap,
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    geoipDb: str(env, 'GEOIP_DB'),
+    webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    webhookRetrySchedule: schedule,
+    logLevel,
+    loginRateLimit: rateLimit(env, 'LOGIN_RATE_LIMIT', { limit: 10, windowMs: 15 * 60_000 }),
+    registrationRateLimit: rateLimit(env, 'REGISTRATION_RATE_LIMIT', { limit: 20, windowMs: 3_600_000 }),
+    trackingRateLimit: rateLimit(env, 'TRACKING_RATE_LIMIT', undefined),
+    eventRetentionDays,
+    validateResponses: bool(env, 'TRACKWAY_VALIDATE_RESPONSES', false),
+  };
+}

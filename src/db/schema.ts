@@ -1,0 +1,202 @@
+// Kysely table types; they mirror src/db/migrations.
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json<T> = ColumnType<T, string, string>;
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface UsersTable {
+  id: Generated<number>;
+  email: string;
+  email_key: string;
+  name: Generated<string>;
+  phone: Generated<string>;
+  password_hash: string | null;
+  platform_name: string | null;
+  is_active: Generated<boolean>;
+  is_email_verified: Generated<boolean>;
+  is_phone_verified: Generated<boolean>;
+  is_superuser: Generated<boolean>;
+  created_at: Generated<Timestamp>;
+  modified_at: Generated<Timestamp>;
+}
+
+export interface LoginFailuresTable {
+  key: string;
+  window_start: Timestamp;
+  failures: number;
+}
+
+export interface OrganisationsTable {
+  id: Generated<number>;
+  token: string;
+  token_hash: Buffer;
+  name: Generated<string>;
+  organisation_name: Generated<string>;
+  domain: string;
+  domain_key: string;
+  currency: Generated<string>;
+  country_code: Generated<string>;
+  is_active: Generated<boolean>;
+  logo: Generated<string>;
+  wid: string | null;
+  referer: string | null;
+  features_enabled: Generated<string>;
+  created_by: number | null;
+  created_at: Generated<Timestamp>;
+  modified_at: Generated<Timestamp>;
+}
+
+export interface OrganisationMembersTable {
+  user_id: number;
+  org_id: number;
+  role: 'owner' | 'platform';
+  created_at: Generated<Timestamp>;
+}
+
+export interface IntegrationsTable {
+  org_id: number;
+  id: Generated<number>;
+  type: 'WEBHOOK';
+  active: boolean;
+  endpoint: string;
+  auth_token_enc: string | null;
+  auth_token_hint: string | null;
+  http_timeout: number;
+  do_events: boolean;
+  do_contacts: boolean;
+  signing_secret_enc: string;
+  created_at: Generated<Timestamp>;
+  modified_at: Generated<Timestamp>;
+  deleted_at: Timestamp | null;
+}
+
+export interface RecentView {
+  url: string;
+  at: string;
+}
+
+export interface PersonsTable {
+  org_id: number;
+  id: Generated<number>;
+  last_view: ColumnType<RecentView[], string | undefined, string>;
+  last_cart_product_id: number | null;
+  last_cart_url: string | null;
+  last_cart_at: Timestamp | null;
+}
+
+export interface Location {
+  country_code: string | null;
+  region: string | null;
+  city: string | null;
+  latitude: number | null;
+  longitude: number | null;
+  timezone: string | null;
+}
+
+export interface VisitorsTable {
+  org_id: number;
+  core_id: string;
+  roaming_id: string;
+  corex_id: string | null;
+  person_id: number;
+  first_seen: Timestamp;
+  last_seen: Timestamp;
+  user_agent: string | null;
+  location: Json<Location> | null;
+}
+
+export interface ContactsTable {
+  org_id: number;
+  id: Generated<number>;
+  type: 'EMAIL' | 'PHONE';
+  value: string;
+  person_id: number;
+  created_at: Generated<Timestamp>;
+}
+
+export interface VisitorContactsTable {
+  org_id: number;
+  core_id: string;
+  contact_id: number;
+  linked_at: Generated<Timestamp>;
+}
+
+export interface ProductsTable {
+  org_id: number;
+  product_id: number;
+  url: string;
+  seen_at: Timestamp;
+}
+
+export interface EventsTable {
+  org_id: number;
+  received_at: Timestamp;
+  id: Generated<number>;
+  name: string;
+  core_id: string;
+  roaming_id: string;
+  corex_id: string | null;
+  body: Json<Record<string, unknown>>;
+}
+
+export interface LearnEventsTable {
+  org_id: number;
+  id: Generated<number>;
+  event_name: string;
+  event_val: Json<string | Record<string, unknown>>;
+  event_category: string;
+  u: string | null;
+  lang: string;
+  received_at: Generated<Timestamp>;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
+
+export interface DeliveriesTable {
+  org_id: number;
+  id: Generated<number>;
+  integration_id: number;
+  kind: 'matched' | 'event';
+  webhook_id: Generated<string>;
+  body: string;
+  status: Generated<DeliveryStatus>;
+  attempts_count: Generated<number>;
+  next_attempt_at: Timestamp | null;
+  created_at: Generated<Timestamp>;
+  delivered_at: Timestamp | null;
+  last_error: string | null;
+}
+
+export interface DeliveryAttemptsTable {
+  org_id: number;
+  delivery_id: number;
+  n: number;
+  attempted_at: Timestamp;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+export interface DB {
+  settings: SettingsTable;
+  users: UsersTable;
+  login_failures: LoginFailuresTable;
+  organisations: OrganisationsTable;
+  organisation_members: OrganisationMembersTable;
+  integrations: IntegrationsTable;
+  persons: PersonsTable;
+  visitors: VisitorsTable;
+  contacts: ContactsTable;
+  visitor_contacts: VisitorContactsTable;
+  products: ProductsTable;
+  events: EventsTable;
+  learn_events: LearnEventsTable;
+  deliveries: DeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
+}

@@ -1,0 +1,16 @@
+// What handlers and services are given: one explicit object, built once at start.
+import type { Config } from './config.ts';
+import type { Database } from './db/database.ts';
+import type { Metrics } from './http/metrics.ts';
+import type { Logger } from './log.ts';
+import type { Cipher } from './platform/secrets.ts';
+import type { Tokens } from './platform/tokens.ts';
+
+export interface Deps {
+  config: Config;
+  db: Database;
+  log: Logger;
+  metrics: Metrics;
+  tokens: Tokens;
+  cipher: Cipher;
+}

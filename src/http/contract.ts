@@ -1,0 +1,40 @@
+// The bundled contract (generated/openapi.json, made from openapi/ by
+// `npm run generate`): what the router validates against and what we publish.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
+
+export const CONTRACT_PATH = fileURLToPath(new URL('../../generated/openapi.json', import.meta.url));
+
+export interface ContractDocument {
+  openapi: string;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, unknown>>;
+  components: { schemas: Record<string, unknown> } & Record<string, unknown>;
+  webhooks?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+let cached: { doc: ContractDocument; json: string; yaml: string } | undefined;
+
+function load() {
+  if (!cached) {
+    const json = readFileSync(CONTRACT_PATH, 'utf8');
+    const doc = JSON.parse(json) as ContractDocument;
+    cached = { doc, json, yaml: YAML.stringify(doc, { aliasDuplicateObjects: false }) };
+  }
+  return cached;
+}
+
+/** A fresh deep copy: openapi-backend dereferences the document it is given in place. */
+export function contractDocument(): ContractDocument {
+  return JSON.parse(load().json) as ContractDocument;
+}
+
+export function contractJson(): string {
+  return load().json;
+}
+
+export function contractYaml(): string {
+  return load().yaml;
+}

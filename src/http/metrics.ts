@@ -1,0 +1,33 @@
+// Prometheus metrics: process metrics plus request count and duration by
+// operationId and status. Each area may register its own on `registry`.
+import client from 'prom-client';
+
+export interface Metrics {
+  registry: client.Registry;
+  observeRequest(operation: string, status: number, seconds: number): void;
+}
+
+export function createMetrics(): Metrics {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry, prefix: 'trackway_' });
+  const requests = new client.Counter({
+    name: 'trackway_http_requests_total',
+    help: 'HTTP requests by operationId and status',
+    labelNames: ['operation', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new client.Histogram({
+    name: 'trackway_http_request_duration_seconds',
+    help: 'HTTP request duration by operationId',
+    labelNames: ['operation'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  return {
+    registry,
+    observeRequest(operation, status, seconds) {
+      requests.inc({ operation, status: String(status) });
+      duration.observe({ operation }, seconds);
+    },
+  };
+}

@@ -1,0 +1,74 @@
+// Handler types derived from the generated contract types, so a handler's
+// input and its success responses are checked against the document at compile time.
+import type { Context as OasContext } from 'openapi-backend';
+import type Koa from 'koa';
+import type { components, operations } from '../../generated/openapi.ts';
+
+export type OperationId = keyof operations;
+export type Schemas = components['schemas'];
+
+/** openapi-typescript writes `never` for absent parts; handlers see `undefined` instead. */
+type Defined<T> = [T] extends [never] ? undefined : T extends undefined ? undefined : T;
+
+type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : undefined;
+
+export type RequestBodyOf<K extends OperationId> = operations[K] extends { requestBody: infer R }
+  ? Defined<JsonContent<R>>
+  : operations[K] extends { requestBody?: infer R }
+    ? Defined<JsonContent<NonNullable<R>>> | undefined
+    : undefined;
+
+type Part<K extends OperationId, P extends string> = operations[K]['parameters'] extends infer Ps
+  ? Ps extends Record<string, unknown>
+    ? P extends keyof Ps
+      ? Defined<Ps[P]>
+      : undefined
+    : undefined
+  : undefined;
+
+export type PathOf<K extends OperationId> = Part<K, 'path'>;
+export type QueryOf<K extends OperationId> = Part<K, 'query'>;
+
+type Responses<K extends OperationId> = operations[K]['responses'];
+
+type ContentBody<R> = R extends { content: infer C }
+  ? C extends Record<string, infer B>
+    ? B
+    : undefined
+  : undefined;
+
+/** Every documented 2xx response of the operation, as `{status, body}`. */
+export type SuccessOf<K extends OperationId> = {
+  [S in keyof Responses<K>]: S extends 200 | 201 | 202 | 204
+    ? { status: S; body: ContentBody<Responses<K>[S]>; headers?: Record<string, string>; type?: string }
+    : never;
+}[keyof Responses<K>];
+
+/** The authenticated caller of a bearer-protected platform operation. */
+export interface Principal {
+  userId: number;
+  platform: string;
+}
+
+export interface RequestMeta {
+  ip: string;
+  userAgent: string | undefined;
+  requestId: string;
+  headers: Koa.Context['headers'];
+}
+
+export type OpContext<K extends OperationId> = Omit<OasContext, 'request' | 'security'> & {
+  request: OasContext['request'] & {
+    requestBody: RequestBodyOf<K>;
+    params: PathOf<K>;
+    query: QueryOf<K>;
+  };
+  security: { authorized: boolean; bearerAuth?: Principal };
+};
+
+export type HandlerFor<K extends OperationId> = (
+  c: OpContext<K>,
+  ctx: Koa.Context,
+) => Promise<SuccessOf<K>> | SuccessOf<K>;
+
+export type HandlerMap<K extends OperationId = OperationId> = { [Id in K]: HandlerFor<Id> };

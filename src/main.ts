@@ -1,0 +1,136 @@
+// The `trackway` CLI: serve (default), migrate, platform create.
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { locateDatabase } from './db/connect.ts';
+import { createDb, migrate } from './db/database.ts';
+import { EmbeddedError } from './db/embedded.ts';
+import { createLogger, type Logger } from './log.ts';
+import { AccountError, ensurePlatformAccount } from './platform/accounts.service.ts';
+import { serve } from './server.ts';
+
+const HELP = `Usage: trackway [command] [options]
+
+Commands:
+  serve [--no-dispatcher]     run the API, tracker, docs and dashboard (default)
+  migrate                     apply database migrations and exit
+  platform create --platform NAME --email EMAIL --password PASSWORD [--name NAME]
+                              create a platform account (a no-op if it exists)
+  help, --help                show this help
+
+Configuration comes from the environment; see the README. With no DATABASE_URL,
+an embedded PostgreSQL runs in TRACKWAY_DATA_DIR (default ./.trackway); CLI
+commands use the server's running instance when there is one.
+`;
+
+class UsageError extends Error {}
+
+/** Runs fn against the database, then releases it. */
+async function withDatabase<T>(
+  config: Config,
+  log: Logger,
+  fn: (db: ReturnType<typeof createDb>, applied: string[]) => Promise<T>,
+): Promise<T> {
+  const location = await locateDatabase(config, log, 'cli');
+  const handle = createDb(location.url, { max: 2 });
+  try {
+    return await fn(handle, await migrate(handle.db));
+  } finally {
+    await handle.close();
+    await location.release();
+  }
+}
+
+async function runServe(config: Config, log: Logger, args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { 'no-dispatcher': { type: 'boolean' } }, strict: true });
+  const stop = await serve(config, log, { dispatcher: !values['no-dispatcher'] });
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    stop().then(
+      () => {
+        log.flush?.();
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+async function runPlatform(config: Config, log: Logger, args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  if (sub !== 'create') throw new UsageError(`unknown platform command "${sub ?? ''}" (expected: create)`);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      platform: { type: 'string' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+      name: { type: 'string' },
+    },
+    strict: true,
+  });
+  if (!values.platform || !values.email || !values.password) {
+    throw new UsageError('platform create needs --platform, --email and --password');
+  }
+  const result = await withDatabase(config, log, (h) =>
+    ensurePlatformAccount(h, {
+      platform: values.platform!,
+      email: values.email!,
+      password: values.password!,
+      name: values.name ?? '',
+    }),
+  );
+  process.stdout.write(
+    result.created
+      ? `created platform account ${values.email} on platform "${values.platform}" (user id ${result.userId})\n`
+      : `platform account ${values.email} already exists on platform "${values.platform}" (user id ${result.userId})\n`,
+  );
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command = 'serve', ...args] = argv;
+  if (command === 'help' || command === '--help' || command === '-h' || args.includes('--help')) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const config = loadConfig();
+  const log = createLogger(command === 'serve' ? config.logLevel : 'warn');
+  switch (command) {
+    case 'serve':
+      return runServe(config, log, args);
+    case 'migrate': {
+      const applied = await withDatabase(config, log, async (_h, names) => names);
+      process.stdout.write(
+        applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'migrations are up to date\n',
+      );
+      return;
+    }
+    case 'platform':
+      return runPlatform(config, log, args);
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`trackway: ${(err as Error).message}\n\n${HELP}`);
+    process.exit(2);
+  }
+  if (err instanceof ConfigError || err instanceof AccountError || err instanceof EmbeddedError) {
+    process.stderr.write(`trackway: ${err.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`trackway: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

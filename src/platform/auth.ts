@@ -1,0 +1,33 @@
+// The bearerAuth security handler: a valid token of an active platform
+// account, issued for the platform named in the path (when the path names one).
+import type { Deps } from '../deps.ts';
+import { platformError } from '../http/errors.ts';
+import type { Principal } from '../http/types.ts';
+
+const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/;
+
+function unauthorized(message: string) {
+  const err = platformError(401, 4010, message);
+  err.headers['WWW-Authenticate'] = 'Bearer';
+  return err;
+}
+
+export async function authenticate(deps: Deps, header: string, platformInPath: string | undefined): Promise<Principal> {
+  if (!header) throw unauthorized('A bearer token is required');
+  const m = BEARER.exec(header.trim());
+  if (!m) throw unauthorized('The Authorization header must be "Bearer <token>"');
+  const claims = await deps.tokens.verify(m[1]!);
+  if (!claims) throw unauthorized('The bearer token is invalid or expired');
+  if (platformInPath !== undefined && claims.platform !== platformInPath) {
+    throw unauthorized('The bearer token was issued for another platform');
+  }
+  const user = await deps.db
+    .selectFrom('users')
+    .select(['id', 'platform_name', 'is_active'])
+    .where('id', '=', claims.userId)
+    .executeTakeFirst();
+  if (!user || !user.is_active || user.platform_name !== claims.platform) {
+    throw unauthorized('The bearer token is invalid or expired');
+  }
+  return { userId: user.id, platform: claims.platform };
+}

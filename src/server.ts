@@ -1,0 +1,114 @@
+// `trackway serve`: database → migrations → dependencies → HTTP server (and,
+// in later areas, the dispatcher), with a graceful shutdown.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.ts';
+import { createDb, type Database, type DbHandle, migrate } from './db/database.ts';
+import { locateDatabase } from './db/connect.ts';
+import type { Deps } from './deps.ts';
+import { createApp } from './http/app.ts';
+import { createMetrics, type Metrics } from './http/metrics.ts';
+import { handlers } from './http/registry.ts';
+import type { Logger } from './log.ts';
+import { ensurePlatformAccount } from './platform/accounts.service.ts';
+import { loadCipher, loadJwtSecret } from './platform/secrets.ts';
+import { Tokens } from './platform/tokens.ts';
+
+export interface ServeOptions {
+  dispatcher: boolean;
+}
+
+export interface RunningServer {
+  url: string;
+  deps: Deps;
+  close(): Promise<void>;
+}
+
+export async function buildDeps(config: Config, db: Database, log: Logger, metrics: Metrics = createMetrics()): Promise<Deps> {
+  const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db), config.jwtTtlSeconds);
+  const cipher = loadCipher(config.secretKey, config.dataDir);
+  return { config, db, log, metrics, tokens, cipher };
+}
+
+/** Everything that needs the database and HTTP, on an already-open database. */
+export async function startOnDatabase(
+  config: Config,
+  handle: DbHandle,
+  log: Logger,
+  opts: ServeOptions,
+): Promise<RunningServer> {
+  void opts;
+  const deps = await buildDeps(config, handle.db, log);
+  if (config.bootstrap) {
+    const made = await ensurePlatformAccount(deps, { ...config.bootstrap, name: '' });
+    if (made.created) log.info({ platform: config.bootstrap.platform, email: config.bootstrap.email }, 'created the bootstrap platform account');
+  }
+  const app = await createApp(deps, handlers(deps));
+  const server = http.createServer(app.callback());
+  // slow clients: a request must send its headers within 10 s and finish within 30 s
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    deps,
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+          // in-flight requests get 10 s to finish
+          setTimeout(() => {
+            server.closeAllConnections();
+            resolve();
+          }, 10_000).unref();
+        });
+      })();
+      return closing;
+    },
+  };
+}
+
+export async function serve(config: Config, log: Logger, opts: ServeOptions): Promise<() => Promise<void>> {
+  const location = await locateDatabase(config, log, 'serve');
+  const handle = createDb(location.url, {
+    max: 40,
+    onError: (err) => log.warn({ err }, 'idle database connection failed'),
+  });
+  try {
+    const applied = await migrate(handle.db);
+    if (applied.length) log.info({ migrations: applied }, 'applied migrations');
+    const running = await startOnDatabase(config, handle, log, opts);
+    const base = config.publicUrl;
+    log.info({ listen: running.url, database: location.embedded ? 'embedded' : 'external' }, 'Trackway is up');
+    process.stdout.write(
+      [
+        '',
+        `Trackway is listening on ${config.host}:${config.port} (${location.embedded ? `embedded PostgreSQL in ${config.dataDir}` : 'DATABASE_URL'})`,
+        `  API         ${base}/v1/rest/{platform}/...`,
+        `  API docs    ${base}/docs`,
+        `  Dashboard   ${base}/dashboard`,
+        `  Tracker     ${base}/jsv1/tracker.js`,
+        '',
+      ].join('\n') + '\n',
+    );
+    return async () => {
+      await running.close();
+      await handle.close();
+      await location.release();
+    };
+  } catch (e) {
+    await handle.close();
+    await location.release();
+    throw e;
+  }
+}

@@ -1,0 +1,49 @@
+import { expect } from 'chai';
+import { ConfigError, loadConfig, parseDuration } from '../../src/config.ts';
+
+describe('config', () => {
+  it('has working defaults', () => {
+    const c = loadConfig({});
+    expect(c.port).to.equal(8080);
+    expect(c.host).to.equal('0.0.0.0');
+    expect(c.publicUrl).to.equal('http://localhost:8080');
+    expect(c.jwtTtlSeconds).to.equal(86_400);
+    expect(c.webhookRetrySchedule).to.deep.equal([5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
+    expect(c.trackingRateLimit).to.equal(undefined);
+    expect(c.loginRateLimit).to.deep.equal({ limit: 10, windowMs: 900_000 });
+  });
+
+  const bad: [Record<string, string>, RegExp][] = [
+    [{ PORT: 'eighty' }, /^PORT: "eighty" is not a whole number$/],
+    [{ PORT: '70000' }, /^PORT: 70000 is outside 0..65535$/],
+    [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL: must start with postgres/],
+    [{ PUBLIC_URL: 'ftp://x' }, /^PUBLIC_URL: /],
+    [{ JWT_TTL: 'forever' }, /^JWT_TTL: "forever" is not a duration/],
+    [{ JWT_TTL: '5s' }, /^JWT_TTL: must be at least 60s$/],
+    [{ JWT_SECRET: 'short' }, /^JWT_SECRET: must be at least 32 characters$/],
+    [{ TRACKWAY_SECRET_KEY: 'abc' }, /^TRACKWAY_SECRET_KEY: must be 32 bytes/],
+    [{ TRUST_PROXY: 'maybe' }, /^TRUST_PROXY: "maybe" is not a boolean/],
+    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL: "loud" is not one of/],
+    [{ WEBHOOK_RETRY_SCHEDULE: '5s,soon' }, /^WEBHOOK_RETRY_SCHEDULE: "soon" is not a duration/],
+    [{ TRACKING_RATE_LIMIT: 'lots' }, /^TRACKING_RATE_LIMIT: "lots" is not a rate limit/],
+    [{ TRACKWAY_BOOTSTRAP_PLATFORM: 'acme' }, /must be set together$/],
+  ];
+  for (const [env, message] of bad) {
+    it(`refuses ${JSON.stringify(env)} with a one-line reason`, () => {
+      expect(() => loadConfig(env)).to.throw(ConfigError, message);
+      try {
+        loadConfig(env);
+      } catch (e) {
+        expect((e as Error).message).to.not.include('\n');
+      }
+    });
+  }
+
+  it('parses durations and rate limits', () => {
+    expect(parseDuration('X', '250ms')).to.equal(250);
+    expect(parseDuration('X', '2h')).to.equal(7_200_000);
+    expect(parseDuration('X', '3')).to.equal(3000);
+    expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s' }).trackingRateLimit).to.deep.equal({ limit: 100, windowMs: 1000 });
+    expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginRateLimit).to.equal(undefined);
+  });
+});

@@ -1,0 +1,70 @@
+import { expect } from 'chai';
+import YAML from 'yaml';
+import { staleFiles } from '../../scripts/generate.ts';
+import { doc, operations, route } from '../support/contract.ts';
+import { startTestServer, type TestServer } from '../support/harness.ts';
+
+describe('contract', () => {
+  let srv: TestServer;
+  before(async () => {
+    srv = await startTestServer();
+  });
+  after(() => srv.stop());
+
+  it('generated/ is what `npm run generate` makes from openapi/', async function () {
+    this.timeout(60_000);
+    expect(await staleFiles()).to.deep.equal([]);
+  });
+
+  it('covers every path of interface.md, the read endpoints and the webhooks', () => {
+    const expected: [string, string][] = [
+      ['POST', '/v1/rest/acme/users/login'],
+      ['POST', '/v1/rest/acme/users/register'],
+      ['POST', '/v1/rest/acme/integration'],
+      ['PUT', '/v1/rest/acme/integration'],
+      ['POST', '/v1/rest/integration'],
+      ['PUT', '/v1/rest/integration'],
+      ['GET', '/v1/rest/acme/integration?org_id=1'],
+      ['GET', '/v1/rest/acme/integration/1'],
+      ['DELETE', '/v1/rest/acme/integration/1'],
+      ['GET', '/v1/rest/acme/organisations'],
+      ['GET', '/v1/rest/acme/organisations/1'],
+      ['GET', '/v1/rest/acme/organisations/1/visitors/abc'],
+      ['GET', '/v1/rest/acme/organisations/1/events'],
+      ['GET', '/v1/rest/acme/organisations/1/deliveries'],
+      ['POST', '/v1/rest/acme/deliveries/1/retry'],
+      ['GET', '/v1/rest/acme/organisations/1/learn-events'],
+      ['GET', '/jsv1/identify/1/r/c/eyJ9'],
+      ['GET', '/jsv1/1/r/c/null/event/view'],
+      ...['view', 'updatecart', 'removefromcart', 'checkout', 'buy', 'productview', 'categoryview'].map(
+        (e): [string, string] => ['POST', `/jsv1/1/r/c/null/event/${e}`],
+      ),
+      ['POST', '/rest/v1/learn/event'],
+      ['POST', '/api/v1/register?token=x'],
+    ];
+    for (const [method, path] of expected) {
+      expect(route(method, path), `${method} ${path}`).to.not.equal(undefined);
+    }
+    expect(Object.keys(doc.webhooks).sort()).to.deep.equal(['contactMatched', 'eventExported']);
+  });
+
+  it('gives every operation an operationId, summary, description, tags and examples', () => {
+    for (const r of operations) {
+      const op = doc.paths[r.path]![r.method] as Record<string, unknown>;
+      expect(op.operationId, r.path).to.be.a('string');
+      expect(op.summary, r.operationId).to.be.a('string');
+      expect(op.description, r.operationId).to.be.a('string');
+      expect(op.tags, r.operationId).to.be.an('array').that.is.not.empty;
+    }
+  });
+
+  it('publishes the bundled document at /openapi.json and /openapi.yaml', async () => {
+    const json = await srv.api.get('/openapi.json', { unchecked: true });
+    expect(json.status).to.equal(200);
+    expect(json.body).to.deep.equal(doc);
+    const yaml = await srv.api.get('/openapi.yaml', { unchecked: true });
+    expect(yaml.status).to.equal(200);
+    expect(yaml.headers.get('content-type')).to.match(/^application\/yaml/);
+    expect(YAML.parse(yaml.text)).to.deep.equal(doc);
+  });
+});

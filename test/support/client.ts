@@ -1,0 +1,58 @@
+// The HTTP client tests use: real requests to the app, and every response
+// checked against the contract before the test sees it.
+import { checkResponse } from './contract.ts';
+
+export interface Reply<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** sent as is (a string or bytes), with the given content type */
+  raw?: string | Uint8Array;
+  headers?: Record<string, string>;
+  token?: string;
+  /** skip the contract check (only for deliberately off-contract probes such as the docs pages) */
+  unchecked?: boolean;
+}
+
+export class ApiClient {
+  constructor(readonly base: string) {}
+
+  async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Reply<T>> {
+    const headers: Record<string, string> = { ...opts.headers };
+    let body: string | Uint8Array | undefined;
+    if (opts.raw !== undefined) body = opts.raw;
+    else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    const res = await fetch(this.base + path, { method, headers, body: body as BodyInit | undefined, redirect: 'manual' });
+    const buf = Buffer.from(await res.arrayBuffer());
+    const text = buf.toString('utf8');
+    const type = res.headers.get('content-type') ?? '';
+    let parsed: unknown = text;
+    if (type.startsWith('application/json') && text.length > 0) parsed = JSON.parse(text);
+    else if (!type.startsWith('text/') && !type.includes('javascript') && !type.includes('yaml')) parsed = buf;
+    const reply = { status: res.status, headers: res.headers, body: parsed as T, text };
+    if (!opts.unchecked) checkResponse(method, path, reply);
+    return reply;
+  }
+
+  get<T = any>(path: string, opts?: RequestOptions) {
+    return this.request<T>('GET', path, opts);
+  }
+  post<T = any>(path: string, body?: unknown, opts: RequestOptions = {}) {
+    return this.request<T>('POST', path, { ...opts, body });
+  }
+  put<T = any>(path: string, body?: unknown, opts: RequestOptions = {}) {
+    return this.request<T>('PUT', path, { ...opts, body });
+  }
+  delete<T = any>(path: string, opts?: RequestOptions) {
+    return this.request<T>('DELETE', path, opts);
+  }
+}

@@ -1,0 +1,87 @@
+// Per test file: a fresh database cloned from the migrated template, and the
+// app in-process on an ephemeral 127.0.0.1 port.
+import pg from 'pg';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { createDb, type DbHandle } from '../../src/db/database.ts';
+import { createLogger } from '../../src/log.ts';
+import { type RunningServer, type ServeOptions, startOnDatabase } from '../../src/server.ts';
+import { ApiClient } from './client.ts';
+import { testDatabaseServer } from './global.ts';
+
+let counter = 0;
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  handle: DbHandle;
+  drop(): Promise<void>;
+}
+
+async function serverVersion(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ v: string }>('SHOW server_version_num');
+  return Number(rows[0]!.v);
+}
+
+/** A new database with the current schema, cloned from the run's template. */
+export async function freshDatabase(): Promise<TestDatabase> {
+  const server = testDatabaseServer();
+  const name = `${server.prefix}_${++counter}`;
+  const admin = new pg.Client({ connectionString: server.adminUrl });
+  await admin.connect();
+  try {
+    const strategy = (await serverVersion(admin)) >= 150000 ? ' STRATEGY FILE_COPY' : '';
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${server.template}${strategy}`);
+  } finally {
+    await admin.end();
+  }
+  const url = server.urlFor(name);
+  const handle = createDb(url, { max: 10, onError: () => {} });
+  return {
+    url,
+    name,
+    handle,
+    async drop() {
+      await handle.close();
+      const a = new pg.Client({ connectionString: server.adminUrl });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      await a.end();
+    },
+  };
+}
+
+export interface TestServer extends RunningServer {
+  api: ApiClient;
+  database: TestDatabase;
+  config: Config;
+  stop(): Promise<void>;
+}
+
+/** The app on a fresh database; `env` is read as the process environment would be. */
+export async function startTestServer(
+  env: Record<string, string> = {},
+  opts: ServeOptions = { dispatcher: false },
+): Promise<TestServer> {
+  const database = await freshDatabase();
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    TRACKWAY_DATA_DIR: `/tmp/trackway-test-data-${process.pid}`,
+    TRACKWAY_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+  });
+  const log = createLogger(config.logLevel);
+  const running = await startOnDatabase(config, database.handle, log, opts);
+  const api = new ApiClient(running.url);
+  return {
+    ...running,
+    api,
+    database,
+    config,
+    async stop() {
+      await running.close();
+      await database.drop();
+    },
+  };
+}
