@@ -5,6 +5,7 @@ import type { Metrics } from './http/metrics.ts';
 import type { Logger } from './log.ts';
 import type { Cipher } from './platform/secrets.ts';
 import type { Tokens } from './platform/tokens.ts';
+import type { TargetCache } from './webhooks/targets.ts';
 
 export interface Deps {
   config: Config;
@@ -13,4 +14,6 @@ export interface Deps {
   metrics: Metrics;
   tokens: Tokens;
   cipher: Cipher;
+  /** active integrations per organisation (cached) */
+  targets: TargetCache;
 }

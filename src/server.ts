@@ -13,6 +13,7 @@ import type { Logger } from './log.ts';
 import { ensurePlatformAccount } from './platform/accounts.service.ts';
 import { loadCipher, loadJwtSecret } from './platform/secrets.ts';
 import { Tokens } from './platform/tokens.ts';
+import { createTargetCache } from './webhooks/targets.ts';
 
 export interface ServeOptions {
   dispatcher: boolean;
@@ -27,7 +28,8 @@ export interface RunningServer {
 export async function buildDeps(config: Config, db: Database, log: Logger, metrics: Metrics = createMetrics()): Promise<Deps> {
   const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db), config.jwtTtlSeconds);
   const cipher = loadCipher(config.secretKey, config.dataDir);
-  return { config, db, log, metrics, tokens, cipher };
+  const targets = createTargetCache(db);
+  return { config, db, log, metrics, tokens, cipher, targets };
 }
 
 /** Everything that needs the database and HTTP, on an already-open database. */

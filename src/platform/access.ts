@@ -1,0 +1,26 @@
+// Tenant isolation for the platform API: every read or write that names an
+// organisation starts here. An organisation not assigned to the caller answers
+// 403/4030 whether or not it exists, so existence never leaks.
+import type { Database } from '../db/database.ts';
+import { platformError } from '../http/errors.ts';
+import type { Principal } from '../http/types.ts';
+
+export function forbidden() {
+  return platformError(403, 4030, 'The organisation is not assigned to this account');
+}
+
+/** Throws 403/4030 unless the organisation is assigned to the caller. */
+export async function requireOrganisation(db: Database, principal: Principal, orgId: number): Promise<void> {
+  const row = await db
+    .selectFrom('organisation_members')
+    .select('org_id')
+    .where('user_id', '=', principal.userId)
+    .where('org_id', '=', orgId)
+    .executeTakeFirst();
+  if (!row) throw forbidden();
+}
+
+/** Query helper: the ids of the organisations the caller may see, as a subquery. */
+export function assignedOrganisations(db: Database, principal: Principal) {
+  return db.selectFrom('organisation_members').select('org_id').where('user_id', '=', principal.userId);
+}

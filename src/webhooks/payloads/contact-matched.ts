@@ -1,0 +1,33 @@
+// The contact-match notification (interface.md §6.1): sent when an identify
+// links a visitor to a contact it was not linked to before.
+import type { Schemas } from '../../http/types.ts';
+
+export type ContactMatched = Schemas['ContactMatchedNotification'];
+
+export interface ContactMatchInput {
+  orgId: number;
+  contact: string;
+  type: 'EMAIL' | 'PHONE';
+  at: Date;
+  /** product URLs, most recent first; only the first 3 are sent */
+  lastView: string[];
+  lastAddToCart: string | null;
+}
+
+export function utcDay(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+export function contactMatchedPayload(input: ContactMatchInput): ContactMatched {
+  const body: ContactMatched = {
+    medium: 'matched',
+    contact: input.contact,
+    type: input.type,
+    date: utcDay(input.at),
+    org_id: String(input.orgId),
+  };
+  // optional fields only when there is data: never null, never empty
+  if (input.lastAddToCart) body.last_addtocart = input.lastAddToCart;
+  if (input.lastView.length > 0) body.last_view = input.lastView.slice(0, 3);
+  return body;
+}

@@ -1,0 +1,53 @@
+// Which integrations of an organisation receive notifications: active, not
+// deleted, with their do_events/do_contacts switches. Read on every event, so
+// cached per organisation; a change to an organisation's integrations
+// invalidates its entry (in this process directly, in others through the
+// `trackway_integrations` NOTIFY channel), and entries expire after a few
+// seconds as a fallback.
+import { type Transaction, sql } from 'kysely';
+import type { Database } from '../db/database.ts';
+import type { DB } from '../db/schema.ts';
+
+export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
+
+export interface Target {
+  id: number;
+  doEvents: boolean;
+  doContacts: boolean;
+}
+
+export interface TargetCache {
+  forOrg(orgId: number): Promise<Target[]>;
+  invalidate(orgId: number): void;
+}
+
+export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
+  const entries = new Map<number, { at: number; targets: Promise<Target[]> }>();
+  return {
+    forOrg(orgId) {
+      const hit = entries.get(orgId);
+      const now = Date.now();
+      if (hit && now - hit.at < ttlMs) return hit.targets;
+      const targets = db
+        .selectFrom('integrations')
+        .select(['id', 'do_events', 'do_contacts'])
+        .where('org_id', '=', orgId)
+        .where('active', '=', true)
+        .where('deleted_at', 'is', null)
+        .orderBy('id')
+        .execute()
+        .then((rows) => rows.map((r) => ({ id: r.id, doEvents: r.do_events, doContacts: r.do_contacts })));
+      entries.set(orgId, { at: now, targets });
+      targets.catch(() => entries.delete(orgId));
+      return targets;
+    },
+    invalidate(orgId) {
+      entries.delete(orgId);
+    },
+  };
+}
+
+/** Tells every process (after commit) that this organisation's integrations changed. */
+export async function announceIntegrationChange(tx: Transaction<DB>, orgId: number): Promise<void> {
+  await sql`SELECT pg_notify(${INTEGRATIONS_CHANNEL}, ${String(orgId)})`.execute(tx);
+}
