@@ -27,9 +27,10 @@ export interface paths {
          *     after the configured lifetime (24 hours by default); there is no refresh
          *     call, log in again.
          *
-         *     After 10 failed attempts for one email within 15 minutes (defaults,
-         *     configurable on the server), further attempts answer 429 (code 4290)
-         *     until the window passes; successful logins are not counted.
+         *     After 10 failed attempts for one email, or from one client IP address,
+         *     within 15 minutes (defaults, configurable on the server), further
+         *     attempts answer 429 (code 4290) with `Retry-After` until the window
+         *     passes; successful logins are not counted.
          */
         post: operations["loginPlatformUser"];
         delete?: never;
@@ -586,8 +587,9 @@ export interface paths {
          * @description Puts a `failed` or `cancelled` delivery back to `pending`, due at once,
          *     with a fresh retry schedule. The payload and `webhook-id` stay the same,
          *     so receivers can still de-duplicate. Any other status answers 409 (code
-         *     4090). A delivery of an organisation not assigned to the caller answers
-         *     404 (code 4040). No request body.
+         *     4090), and so does a delivery whose integration is inactive or deleted
+         *     (activate the integration first). A delivery of an organisation not
+         *     assigned to the caller answers 404 (code 4040). No request body.
          */
         post: operations["retryDelivery"];
         delete?: never;
@@ -1596,7 +1598,7 @@ export interface components {
         IntegrationData: {
             /** @description URL Trackway posts notifications to. Deliveries to loopback, private, link-local and cloud-metadata addresses are refused by default. */
             endpoint: components["schemas"]["HttpUrl"];
-            /** @description Optional credential sent as `Authorization: Bearer <authToken>` with every delivery. Stored encrypted and never returned in clear. */
+            /** @description Optional credential sent as `Authorization: Bearer <authToken>` with every delivery: visible ASCII characters, no spaces (it travels in an HTTP header). Stored encrypted and never returned in clear: it reads as `****` plus its last four characters, or just `****` when it is shorter than 12 characters. */
             authToken?: string;
             /**
              * @description Seconds (1 to 30, as a string of digits) Trackway waits for the endpoint's response before counting the attempt as failed.
@@ -1611,7 +1613,7 @@ export interface components {
         /** @description Delivery settings as returned: the `authToken`, when one is set, is masked to `****` followed by its last four characters. */
         IntegrationDataView: {
             endpoint: components["schemas"]["HttpUrl"];
-            /** @description Masked credential; absent when no `authToken` is set. */
+            /** @description Masked credential: `****` plus the last four characters of the `authToken` (just `****` when it is shorter than 12 characters); absent when no `authToken` is set. */
             authToken?: string;
             /** @description Delivery timeout in seconds. */
             httpTimeout: string;
@@ -1711,6 +1713,8 @@ export interface components {
             roaming_id: components["schemas"]["VisitorId"];
             /** @description Extra visitor identifier set by the shop; `null` when none. */
             corex_id: components["schemas"]["VisitorId"] | null;
+            /** @description The name given by the visitor's latest identify call that carried one; `null` when none. */
+            name: string | null;
             first_seen: components["schemas"]["Timestamp"];
             last_seen: components["schemas"]["Timestamp"];
             /** @description User-Agent of the visitor's latest call. */
@@ -1724,6 +1728,7 @@ export interface components {
         VisitorSummary: {
             core_id: components["schemas"]["VisitorId"];
             corex_id: components["schemas"]["VisitorId"] | null;
+            name: string | null;
             first_seen: components["schemas"]["Timestamp"];
             last_seen: components["schemas"]["Timestamp"];
             location: components["schemas"]["Location"] | null;
@@ -1836,7 +1841,7 @@ export interface components {
          *     }
          */
         IdentifyPayload: {
-            /** @description Email address of the visitor. */
+            /** @description Email address of the visitor; surrounding spaces are ignored, case is not significant. */
             email?: string;
             /** @description Phone number; spaces, dashes, dots and brackets are removed when stored. */
             phone?: string;
@@ -3498,6 +3503,7 @@ export interface operations {
                      *         {
                      *           "core_id": "c7f1d2a9-3b4e-4f7a-9c21-5e8d0b6a4f13",
                      *           "corex_id": "cust-88213",
+                     *           "name": "Jane Doe",
                      *           "first_seen": "2024-05-02T18:11:40.019Z",
                      *           "last_seen": "2024-05-14T09:30:02.761Z",
                      *           "location": {
@@ -3518,6 +3524,7 @@ export interface operations {
                      *         {
                      *           "core_id": "0b9e44d1-8a1c-4d3e-a2f4-91c6b7e5d028",
                      *           "corex_id": null,
+                     *           "name": null,
                      *           "first_seen": "2024-05-14T08:02:15.400Z",
                      *           "last_seen": "2024-05-14T08:05:51.090Z",
                      *           "location": null,
@@ -3575,6 +3582,7 @@ export interface operations {
                      *       "core_id": "c7f1d2a9-3b4e-4f7a-9c21-5e8d0b6a4f13",
                      *       "roaming_id": "r-5f2a9c0e1b",
                      *       "corex_id": "cust-88213",
+                     *       "name": "Jane Doe",
                      *       "first_seen": "2024-05-02T18:11:40.019Z",
                      *       "last_seen": "2024-05-14T09:30:02.761Z",
                      *       "user_agent": "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_4) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.4 Safari/605.1.15",
@@ -4025,7 +4033,7 @@ export interface operations {
             400: components["responses"]["PlatformBadRequest"];
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
-            /** @description The delivery is neither `failed` nor `cancelled` (code 4090). */
+            /** @description The delivery is neither `failed` nor `cancelled`, or its integration is inactive or deleted (code 4090). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

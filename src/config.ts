@@ -26,6 +26,8 @@ export interface Config {
   geoipDb: string | undefined;
   webhookAllowPrivateNetworks: boolean;
   webhookRetrySchedule: number[];
+  /** added to an integration's httpTimeout to make the lease of a claimed delivery (WEBHOOK_LEASE_MARGIN) */
+  webhookLeaseMarginMs: number;
   logLevel: string;
   /** failed logins allowed per email and per IP in a window; undefined = off */
   loginRateLimit: RateLimit | undefined;
@@ -133,6 +135,9 @@ export function loadConfig(env: Env = process.env): Config {
   const schedule = (str(env, 'WEBHOOK_RETRY_SCHEDULE') ?? DEFAULT_RETRY_SCHEDULE)
     .split(',')
     .map((part) => parseDuration('WEBHOOK_RETRY_SCHEDULE', part));
+  if (schedule.some((ms) => ms > 7 * 86_400_000)) {
+    throw new ConfigError('WEBHOOK_RETRY_SCHEDULE: each step must be at most 7d');
+  }
 
   const retention = str(env, 'EVENT_RETENTION_DAYS');
   const eventRetentionDays = retention === undefined ? undefined : int(env, 'EVENT_RETENTION_DAYS', 0, 1, 36500);
@@ -152,6 +157,7 @@ export function loadConfig(env: Env = process.env): Config {
     geoipDb: str(env, 'GEOIP_DB'),
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookRetrySchedule: schedule,
+    webhookLeaseMarginMs: parseDuration('WEBHOOK_LEASE_MARGIN', str(env, 'WEBHOOK_LEASE_MARGIN') ?? '30s'),
     logLevel,
     loginRateLimit: rateLimit(env, 'LOGIN_RATE_LIMIT', { limit: 10, windowMs: 15 * 60_000 }),
     registrationRateLimit: rateLimit(env, 'REGISTRATION_RATE_LIMIT', { limit: 20, windowMs: 3_600_000 }),

@@ -4,7 +4,10 @@ import type { Database } from './db/database.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { Logger } from './log.ts';
 import type { Cipher } from './platform/secrets.ts';
+import type { Location } from './db/schema.ts';
+import type { OrganisationDirectory } from './platform/organisation-directory.ts';
 import type { Tokens } from './platform/tokens.ts';
+import type { Ingestor } from './tracking/ingest.ts';
 import type { TargetCache } from './webhooks/targets.ts';
 
 export interface Deps {
@@ -16,4 +19,10 @@ export interface Deps {
   cipher: Cipher;
   /** active integrations per organisation (cached) */
   targets: TargetCache;
+  /** active organisations by id (cached) */
+  organisations: OrganisationDirectory;
+  /** location of a client IP from the local geo-IP database */
+  geo: { locate(ip: string): Location | null };
+  /** the ingest path: resolves when an identify or event is committed */
+  ingest: Ingestor;
 }

@@ -1,4 +1,4 @@
-// The `trackway` CLI: serve (default), migrate, platform create.
+// The `trackway` CLI: serve (default), dispatch, migrate, platform create.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { locateDatabase } from './db/connect.ts';
@@ -6,12 +6,14 @@ import { createDb, migrate } from './db/database.ts';
 import { EmbeddedError } from './db/embedded.ts';
 import { createLogger, type Logger } from './log.ts';
 import { AccountError, ensurePlatformAccount } from './platform/accounts.service.ts';
-import { serve } from './server.ts';
+import { dispatch, serve } from './server.ts';
 
 const HELP = `Usage: trackway [command] [options]
 
 Commands:
-  serve [--no-dispatcher]     run the API, tracker, docs and dashboard (default)
+  serve [--no-dispatcher]     run the API, tracker, docs and dashboard (default),
+                              and the webhook dispatcher unless --no-dispatcher
+  dispatch                    run only the webhook dispatcher (scale it separately)
   migrate                     apply database migrations and exit
   platform create --platform NAME --email EMAIL --password PASSWORD [--name NAME]
                               create a platform account (a no-op if it exists)
@@ -43,6 +45,16 @@ async function withDatabase<T>(
 async function runServe(config: Config, log: Logger, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { 'no-dispatcher': { type: 'boolean' } }, strict: true });
   const stop = await serve(config, log, { dispatcher: !values['no-dispatcher'] });
+  untilSignal(log, stop);
+}
+
+async function runDispatch(config: Config, log: Logger, args: string[]): Promise<void> {
+  parseArgs({ args, options: {}, strict: true });
+  untilSignal(log, await dispatch(config, log));
+}
+
+/** Runs until SIGINT/SIGTERM, then stops gracefully (a second signal exits at once). */
+function untilSignal(log: Logger, stop: () => Promise<void>): void {
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) {
@@ -104,10 +116,12 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const config = loadConfig();
-  const log = createLogger(command === 'serve' ? config.logLevel : 'warn');
+  const log = createLogger(command === 'serve' || command === 'dispatch' ? config.logLevel : 'warn');
   switch (command) {
     case 'serve':
       return runServe(config, log, args);
+    case 'dispatch':
+      return runDispatch(config, log, args);
     case 'migrate': {
       const applied = await withDatabase(config, log, async (_h, names) => names);
       process.stdout.write(

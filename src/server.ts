@@ -1,5 +1,6 @@
-// `trackway serve`: database → migrations → dependencies → HTTP server (and,
-// in later areas, the dispatcher), with a graceful shutdown.
+// `trackway serve`: database → migrations → dependencies → HTTP server and
+// the webhook dispatcher (unless --no-dispatcher), with a graceful shutdown.
+// `trackway dispatch`: the same without HTTP.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
@@ -14,6 +15,9 @@ import { ensurePlatformAccount } from './platform/accounts.service.ts';
 import { loadCipher, loadJwtSecret } from './platform/secrets.ts';
 import { Tokens } from './platform/tokens.ts';
 import { createTargetCache } from './webhooks/targets.ts';
+import { startWebhookRuntime, type WebhookRuntime } from './webhooks/runtime.ts';
+import { createOrganisationDirectory } from './platform/organisation-directory.ts';
+import { createIngestor } from './tracking/ingest.ts';
 
 export interface ServeOptions {
   dispatcher: boolean;
@@ -22,6 +26,8 @@ export interface ServeOptions {
 export interface RunningServer {
   url: string;
   deps: Deps;
+  /** the LISTEN connection and, unless turned off, the dispatcher */
+  webhooks: WebhookRuntime;
   close(): Promise<void>;
 }
 
@@ -29,7 +35,11 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db), config.jwtTtlSeconds);
   const cipher = loadCipher(config.secretKey, config.dataDir);
   const targets = createTargetCache(db);
-  return { config, db, log, metrics, tokens, cipher, targets };
+  const organisations = createOrganisationDirectory(db);
+  const geo = { locate: () => null };
+  const deps: Deps = { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest: undefined as never };
+  deps.ingest = createIngestor(deps);
+  return deps;
 }
 
 /** Everything that needs the database and HTTP, on an already-open database. */
@@ -39,7 +49,6 @@ export async function startOnDatabase(
   log: Logger,
   opts: ServeOptions,
 ): Promise<RunningServer> {
-  void opts;
   const deps = await buildDeps(config, handle.db, log);
   if (config.bootstrap) {
     const made = await ensurePlatformAccount(deps, { ...config.bootstrap, name: '' });
@@ -58,13 +67,17 @@ export async function startOnDatabase(
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
+  const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: opts.dispatcher });
 
   let closing: Promise<void> | undefined;
   return {
     url,
     deps,
+    webhooks,
     close() {
       closing ??= (async () => {
+        // the dispatcher stops claiming and finishes its requests meanwhile
+        const stopping = webhooks.stop();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
@@ -74,10 +87,37 @@ export async function startOnDatabase(
             resolve();
           }, 10_000).unref();
         });
+        await stopping;
       })();
       return closing;
     },
   };
+}
+
+/** `trackway dispatch`: the dispatcher alone on the database (migrated first, like serve). */
+export async function dispatch(config: Config, log: Logger): Promise<() => Promise<void>> {
+  const location = await locateDatabase(config, log, 'serve');
+  const handle = createDb(location.url, {
+    max: 10,
+    onError: (err) => log.warn({ err }, 'idle database connection failed'),
+  });
+  try {
+    const applied = await migrate(handle.db);
+    if (applied.length) log.info({ migrations: applied }, 'applied migrations');
+    const deps = await buildDeps(config, handle.db, log);
+    const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: true });
+    log.info({ database: location.embedded ? 'embedded' : 'external' }, 'Trackway dispatcher is up');
+    process.stdout.write(`Trackway dispatcher is running (${location.embedded ? `embedded PostgreSQL in ${config.dataDir}` : 'DATABASE_URL'})\n`);
+    return async () => {
+      await webhooks.stop();
+      await handle.close();
+      await location.release();
+    };
+  } catch (e) {
+    await handle.close();
+    await location.release();
+    throw e;
+  }
 }
 
 export async function serve(config: Config, log: Logger, opts: ServeOptions): Promise<() => Promise<void>> {

@@ -1,7 +1,9 @@
 // Kysely table types; they mirror src/db/migrations.
 import type { ColumnType, Generated } from 'kysely';
 
-type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** a timestamp with a database default (insert may omit it) */
+type GeneratedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T> = ColumnType<T, string, string>;
 
 export interface SettingsTable {
@@ -21,8 +23,8 @@ export interface UsersTable {
   is_email_verified: Generated<boolean>;
   is_phone_verified: Generated<boolean>;
   is_superuser: Generated<boolean>;
-  created_at: Generated<Timestamp>;
-  modified_at: Generated<Timestamp>;
+  created_at: GeneratedTimestamp;
+  modified_at: GeneratedTimestamp;
 }
 
 export interface LoginFailuresTable {
@@ -47,15 +49,15 @@ export interface OrganisationsTable {
   referer: string | null;
   features_enabled: Generated<string>;
   created_by: number | null;
-  created_at: Generated<Timestamp>;
-  modified_at: Generated<Timestamp>;
+  created_at: GeneratedTimestamp;
+  modified_at: GeneratedTimestamp;
 }
 
 export interface OrganisationMembersTable {
   user_id: number;
   org_id: number;
   role: 'owner' | 'platform';
-  created_at: Generated<Timestamp>;
+  created_at: GeneratedTimestamp;
 }
 
 export interface IntegrationsTable {
@@ -70,8 +72,8 @@ export interface IntegrationsTable {
   do_events: boolean;
   do_contacts: boolean;
   signing_secret_enc: string;
-  created_at: Generated<Timestamp>;
-  modified_at: Generated<Timestamp>;
+  created_at: GeneratedTimestamp;
+  modified_at: GeneratedTimestamp;
   deleted_at: Timestamp | null;
 }
 
@@ -103,7 +105,8 @@ export interface VisitorsTable {
   core_id: string;
   roaming_id: string;
   corex_id: string | null;
-  person_id: number;
+  person_id: Generated<number>;
+  name: string | null;
   first_seen: Timestamp;
   last_seen: Timestamp;
   user_agent: string | null;
@@ -116,14 +119,14 @@ export interface ContactsTable {
   type: 'EMAIL' | 'PHONE';
   value: string;
   person_id: number;
-  created_at: Generated<Timestamp>;
+  created_at: GeneratedTimestamp;
 }
 
 export interface VisitorContactsTable {
   org_id: number;
   core_id: string;
   contact_id: number;
-  linked_at: Generated<Timestamp>;
+  linked_at: GeneratedTimestamp;
 }
 
 export interface ProductsTable {
@@ -152,7 +155,7 @@ export interface LearnEventsTable {
   event_category: string;
   u: string | null;
   lang: string;
-  received_at: Generated<Timestamp>;
+  received_at: GeneratedTimestamp;
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
@@ -166,8 +169,10 @@ export interface DeliveriesTable {
   body: string;
   status: Generated<DeliveryStatus>;
   attempts_count: Generated<number>;
+  /** attempts_count when the current retry schedule started (a manual retry restarts it) */
+  schedule_start: Generated<number>;
   next_attempt_at: Timestamp | null;
-  created_at: Generated<Timestamp>;
+  created_at: GeneratedTimestamp;
   delivered_at: Timestamp | null;
   last_error: string | null;
 }

@@ -70,6 +70,8 @@ export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenA
     // below, response validators (tests only) on first use
     quick: true,
     validate: true,
+    // query parameters arrive typed as the contract says (limit: number, ...)
+    coerceTypes: true,
     ignoreTrailingSlashes: false,
     customizeAjv: (_original, opts) => {
       const key = JSON.stringify(opts);
@@ -82,6 +84,12 @@ export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenA
   const special: Record<string, Handler> = {
     postRoutingHandler: (c: Context, ctx: Koa.Context) => {
       if (c.operation) ctx.state.operationId = c.operation.operationId;
+    },
+    // openapi-backend re-parses path params as strings after validation; hand
+    // handlers the validated, coerced ones (org_id: number, ...)
+    preOperationHandler: (c: Context) => {
+      const coerced = (c.validation?.coerced as { params?: Record<string, unknown> } | undefined)?.params;
+      if (coerced) c.request.params = coerced as never;
     },
     validationFail: (c: Context, ctx: Koa.Context) => {
       const errors = fieldErrors(c.validation.errors);

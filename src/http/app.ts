@@ -34,7 +34,9 @@ function hasBody(ctx: Koa.Context): boolean {
 export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> {
   const { log, metrics } = deps;
   const api = await createApi(deps, handlers);
-  const app = new Koa({ proxy: deps.config.trustProxy });
+  // behind a proxy, trust only the entry our own proxy appended to
+  // X-Forwarded-For: the ones before it are whatever the client sent
+  const app = new Koa({ proxy: deps.config.trustProxy, maxIpsCount: 1 });
   app.silent = true; // errors are rendered and logged below
 
   const parsers: Record<Area, Koa.Middleware> = {
@@ -113,6 +115,11 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
   // content-type gate and size-limited body parsing, per area
   app.use(async (ctx, next) => {
     const area = areaOf(ctx.path);
+    try {
+      decodeURIComponent(ctx.path);
+    } catch {
+      throw areaError(area, 'validation', 'The path holds malformed percent-encoding');
+    }
     if (hasBody(ctx)) {
       const type = ctx.get('content-type');
       const ok = JSON_TYPE.test(type) || (area === 'tracking' && TEXT_TYPE.test(type));

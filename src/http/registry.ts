@@ -3,6 +3,12 @@
 import type { Deps } from '../deps.ts';
 import { areaError, areaOf } from './errors.ts';
 import { healthHandlers } from './health.handlers.ts';
+import { trackingHandlers } from '../tracking/tracking.handlers.ts';
+import { eventReadHandlers } from '../tracking/events.handlers.ts';
+import { visitorHandlers } from '../identity/visitors.handlers.ts';
+import { platformHandlers } from '../platform/handlers.ts';
+import { deliveriesHandlers } from '../webhooks/deliveries.handlers.ts';
+import { trackerHandlers } from '../tracking/tracker.handlers.ts';
 import type { HandlerFor, HandlerMap, OperationId } from './types.ts';
 
 /** An operation whose issue has not landed: 501 in its area's error body. */
@@ -15,36 +21,14 @@ export function pending<K extends OperationId>(id: K): HandlerFor<K> {
 export function handlers(deps: Deps): HandlerMap {
   return {
     ...healthHandlers(deps),
-    loginPlatformUser: pending('loginPlatformUser'),
-    registerClientUser: pending('registerClientUser'),
-    createIntegration: pending('createIntegration'),
-    updateIntegration: pending('updateIntegration'),
-    createIntegrationUnscoped: pending('createIntegrationUnscoped'),
-    updateIntegrationUnscoped: pending('updateIntegrationUnscoped'),
-    listIntegrations: pending('listIntegrations'),
-    getIntegration: pending('getIntegration'),
-    deleteIntegration: pending('deleteIntegration'),
-    testIntegration: pending('testIntegration'),
-    listOrganisations: pending('listOrganisations'),
-    getOrganisation: pending('getOrganisation'),
+    ...trackingHandlers(deps),
+    ...eventReadHandlers(deps),
+    ...visitorHandlers(deps),
+    ...platformHandlers(deps),
+    ...deliveriesHandlers(deps),
+    ...trackerHandlers(deps),
     getOrganisationStats: pending('getOrganisationStats'),
-    listVisitors: pending('listVisitors'),
-    getVisitor: pending('getVisitor'),
-    listEvents: pending('listEvents'),
-    listDeliveries: pending('listDeliveries'),
-    getDelivery: pending('getDelivery'),
-    retryDelivery: pending('retryDelivery'),
     listLearnEvents: pending('listLearnEvents'),
-    identifyVisitor: pending('identifyVisitor'),
-    recordViewEvent: pending('recordViewEvent'),
-    recordViewEventPixel: pending('recordViewEventPixel'),
-    recordUpdateCartEvent: pending('recordUpdateCartEvent'),
-    recordRemoveFromCartEvent: pending('recordRemoveFromCartEvent'),
-    recordCheckoutEvent: pending('recordCheckoutEvent'),
-    recordBuyEvent: pending('recordBuyEvent'),
-    recordProductViewEvent: pending('recordProductViewEvent'),
-    recordCategoryViewEvent: pending('recordCategoryViewEvent'),
-    getTrackerScript: pending('getTrackerScript'),
     submitLearningEvent: pending('submitLearningEvent'),
     registerAnalyticsUser: pending('registerAnalyticsUser'),
   };

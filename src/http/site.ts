@@ -8,6 +8,7 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { contractJson, contractYaml } from './contract.ts';
+import { webhookDocsHtml } from '../webhooks/docs-page.ts';
 
 const require = createRequire(import.meta.url);
 const SWAGGER_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -26,7 +27,7 @@ const DOCS_HTML = `<!doctype html>
   <title>Trackway API reference</title>
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
   <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
-  <style>body { margin: 0; } .topbar { display: none; }</style>
+  <style>body { margin: 0; } .topbar { display: none; } .swagger-ui .renderedMarkdown table, .swagger-ui .markdown table { display: block; max-width: 100%; overflow-x: auto; }</style>
 </head>
 <body>
   <div id="swagger-ui"></div>
@@ -69,6 +70,8 @@ export function siteRouter(deps: Deps): Router {
   router.get('/openapi.json', (ctx) => send(ctx, 'application/json; charset=utf-8', contractJson()));
   router.get('/openapi.yaml', (ctx) => send(ctx, 'application/yaml; charset=utf-8', contractYaml()));
   router.get('/docs', (ctx) => send(ctx, 'text/html; charset=utf-8', DOCS_HTML));
+  const webhookDocs = webhookDocsHtml(deps.config);
+  router.get('/docs/webhooks', (ctx) => send(ctx, 'text/html; charset=utf-8', webhookDocs));
   router.get('/docs/init.js', (ctx) => send(ctx, 'text/javascript; charset=utf-8', DOCS_INIT));
   router.get('/docs/assets/:file', (ctx) => {
     const type = SWAGGER_FILES[ctx.params.file ?? ''];

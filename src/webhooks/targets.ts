@@ -19,6 +19,8 @@ export interface Target {
 export interface TargetCache {
   forOrg(orgId: number): Promise<Target[]>;
   invalidate(orgId: number): void;
+  /** drops every entry (after notifications may have been missed) */
+  clear(): void;
 }
 
 export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
@@ -43,6 +45,9 @@ export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
     },
     invalidate(orgId) {
       entries.delete(orgId);
+    },
+    clear() {
+      entries.clear();
     },
   };
 }

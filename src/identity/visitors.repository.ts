@@ -1,0 +1,63 @@
+// Reads of visitors for the platform API, scoped by organisation.
+import { sql } from 'kysely';
+import type { Database } from '../db/database.ts';
+
+const VISITOR_COLUMNS = [
+  'core_id',
+  'roaming_id',
+  'corex_id',
+  'name',
+  'person_id',
+  'first_seen',
+  'last_seen',
+  'user_agent',
+  'location',
+] as const;
+
+export function findVisitor(db: Database, orgId: number, coreId: string) {
+  return db
+    .selectFrom('visitors')
+    .select(VISITOR_COLUMNS)
+    .where('org_id', '=', orgId)
+    .where('core_id', '=', coreId)
+    .executeTakeFirst();
+}
+
+export interface VisitorQuery {
+  orgId: number;
+  contactsOnly: boolean;
+  /** [last_seen ISO, core_id] of the last item of the previous page */
+  after?: [string, string];
+  limit: number;
+}
+
+export function listVisitors(db: Database, q: VisitorQuery) {
+  let query = db.selectFrom('visitors as v').select(VISITOR_COLUMNS.map((c) => `v.${c}` as const)).where('v.org_id', '=', q.orgId);
+  if (q.contactsOnly) {
+    query = query.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('contacts as c')
+          .select('c.id')
+          .whereRef('c.org_id', '=', 'v.org_id')
+          .whereRef('c.person_id', '=', 'v.person_id'),
+      ),
+    );
+  }
+  if (q.after) {
+    const [at, core] = q.after;
+    query = query.where(sql<boolean>`(v.last_seen, v.core_id) < (${at}::timestamptz, ${core})`);
+  }
+  return query.orderBy('v.last_seen', 'desc').orderBy('v.core_id', 'desc').limit(q.limit + 1).execute();
+}
+
+/** Contacts of several persons of one organisation. */
+export async function contactsOfPersons(db: Database, orgId: number, persons: number[]) {
+  if (persons.length === 0) return [];
+  return db
+    .selectFrom('contacts')
+    .select(['person_id', 'type', 'value'])
+    .where('org_id', '=', orgId)
+    .where('person_id', 'in', persons)
+    .orderBy('id')
+    .execute();
+}

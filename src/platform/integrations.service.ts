@@ -1,0 +1,188 @@
+// Webhook integrations (interface 2.3, 4.3, 4.4 and DESIGN's read endpoints).
+// Secrets at rest: authToken and the signing secret are AES-256-GCM sealed
+// (deps.cipher); the authToken is only ever shown masked. Every write runs in
+// one transaction with the outbox (cancel pending deliveries) and the change
+// announcement, and the local targets cache is invalidated after commit.
+import { randomBytes } from 'node:crypto';
+import type { Deps } from '../deps.ts';
+import { platformError } from '../http/errors.ts';
+import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
+import type { Principal, Schemas } from '../http/types.ts';
+import { cancelPendingDeliveries } from '../webhooks/outbox.repository.ts';
+import { announceIntegrationChange } from '../webhooks/targets.ts';
+import { forbidden, requireOrganisation } from './access.ts';
+import {
+  type IntegrationFields,
+  type IntegrationRow,
+  deleteIntegration as deleteRow,
+  findIntegration,
+  findMemberIntegration,
+  insertIntegration,
+  listIntegrations as listRows,
+  replaceIntegration,
+} from './integrations.repository.ts';
+import type { Cipher } from './secrets.ts';
+
+type IntegrationDeps = Pick<Deps, 'db' | 'cipher' | 'targets'>;
+type Integration = Schemas['Integration'];
+
+export const DEFAULT_HTTP_TIMEOUT = 10;
+/** Tokens shorter than this are masked entirely: their last 4 characters would give too much away. */
+const MIN_REVEAL_LENGTH = 12;
+
+export function notFound() {
+  return platformError(404, 4040, 'Integration not found');
+}
+
+/** `****` + the last 4 characters, or just `****` for a short token. */
+export function maskToken(token: string): string {
+  const chars = Array.from(token);
+  return chars.length >= MIN_REVEAL_LENGTH ? `****${chars.slice(-4).join('')}` : '****';
+}
+
+/** A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
+export function newSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/** Ids arrive as JSON numbers or path strings; anything not a positive safe integer matches nothing. */
+function asId(value: unknown): number | undefined {
+  const n = typeof value === 'string' && /^\d{1,16}$/.test(value) ? Number(value) : value;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+}
+
+function invalid(path: string, message: string) {
+  return platformError(400, 4000, `Invalid request: ${path} ${message}`, [{ path, message }]);
+}
+
+/** The stored form of the fields a create or a replace sends (interface 3: every field is replaced). */
+function toFields(cipher: Cipher, body: Schemas['CreateIntegrationRequest']): IntegrationFields {
+  const { data } = body;
+  let url: URL | undefined;
+  try {
+    url = new URL(data.endpoint);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+    throw invalid('body.data.endpoint', 'must be an absolute http or https URL');
+  }
+  const token = data.authToken;
+  return {
+    type: body.type,
+    active: body.active,
+    endpoint: data.endpoint,
+    authTokenEnc: token === undefined ? null : cipher.encrypt(token),
+    authTokenHint: token === undefined ? null : maskToken(token),
+    httpTimeout: data.httpTimeout === undefined ? DEFAULT_HTTP_TIMEOUT : Number(data.httpTimeout),
+    doEvents: data.do_events,
+    doContacts: data.do_contacts,
+  };
+}
+
+export function integrationView(cipher: Cipher, row: IntegrationRow): Integration {
+  const data: Integration['data'] = {
+    endpoint: row.endpoint,
+    ...(row.auth_token_enc === null ? {} : { authToken: row.auth_token_hint ?? '****' }),
+    httpTimeout: String(row.http_timeout),
+    do_events: row.do_events,
+    do_contacts: row.do_contacts,
+  };
+  return {
+    id: row.id,
+    org_id: row.org_id,
+    active: row.active,
+    type: row.type,
+    data,
+    signing_secret: cipher.decrypt(row.signing_secret_enc),
+    created_at: row.created_at.toISOString(),
+    modified_at: row.modified_at.toISOString(),
+  };
+}
+
+async function requireOrg(deps: IntegrationDeps, principal: Principal, rawOrgId: unknown): Promise<number> {
+  const orgId = asId(rawOrgId);
+  if (orgId === undefined) throw forbidden();
+  await requireOrganisation(deps.db, principal, orgId);
+  return orgId;
+}
+
+export async function createIntegration(
+  deps: IntegrationDeps,
+  principal: Principal,
+  body: Schemas['CreateIntegrationRequest'],
+): Promise<Integration> {
+  const fields = toFields(deps.cipher, body);
+  const orgId = await requireOrg(deps, principal, body.org_id);
+  const sealedSecret = deps.cipher.encrypt(newSigningSecret());
+  const row = await deps.db.transaction().execute(async (tx) => {
+    const created = await insertIntegration(tx, orgId, fields, sealedSecret);
+    await announceIntegrationChange(tx, orgId);
+    return created;
+  });
+  deps.targets.invalidate(orgId);
+  return integrationView(deps.cipher, row);
+}
+
+/** PUT: replaces the integration `id` of `org_id`; it cannot change organisation. */
+export async function updateIntegration(
+  deps: IntegrationDeps,
+  principal: Principal,
+  body: Schemas['UpdateIntegrationRequest'],
+): Promise<Integration> {
+  const fields = toFields(deps.cipher, body);
+  const orgId = await requireOrg(deps, principal, body.org_id);
+  const id = asId(body.id);
+  if (id === undefined) throw notFound();
+  const row = await deps.db.transaction().execute(async (tx) => {
+    const existing = await findIntegration(tx, orgId, id, { lock: true });
+    if (!existing) throw notFound();
+    const updated = await replaceIntegration(tx, orgId, id, fields);
+    if (!updated) throw notFound();
+    if (!updated.active) await cancelPendingDeliveries(tx, orgId, id);
+    await announceIntegrationChange(tx, orgId);
+    return updated;
+  });
+  deps.targets.invalidate(orgId);
+  return integrationView(deps.cipher, row);
+}
+
+export async function getIntegration(deps: IntegrationDeps, principal: Principal, rawId: unknown): Promise<Integration> {
+  const id = asId(rawId);
+  if (id === undefined) throw notFound();
+  const row = await findMemberIntegration(deps.db, principal.userId, id);
+  if (!row) throw notFound();
+  return integrationView(deps.cipher, row);
+}
+
+/** Soft delete: gone for every read and write; pending deliveries are cancelled. */
+export async function deleteIntegration(deps: IntegrationDeps, principal: Principal, rawId: unknown): Promise<void> {
+  const id = asId(rawId);
+  if (id === undefined) throw notFound();
+  const orgId = await deps.db.transaction().execute(async (tx) => {
+    const row = await findMemberIntegration(tx, principal.userId, id, { lock: true });
+    if (!row) throw notFound();
+    if (!(await deleteRow(tx, row.org_id, id))) throw notFound();
+    await cancelPendingDeliveries(tx, row.org_id, id);
+    await announceIntegrationChange(tx, row.org_id);
+    return row.org_id;
+  });
+  deps.targets.invalidate(orgId);
+}
+
+export async function listIntegrations(
+  deps: IntegrationDeps,
+  principal: Principal,
+  query: { org_id: unknown; cursor?: string; limit?: unknown },
+): Promise<Page<Integration>> {
+  const orgId = await requireOrg(deps, principal, query.org_id);
+  const limit = pageLimit(query.limit);
+  const filters = { org_id: orgId };
+  const after = decodeCursor(query.cursor, filters);
+  const rows = await listRows(deps.db, orgId, {
+    afterId: after ? cursorNumber(after, 'id') : undefined,
+    limit: limit + 1,
+  });
+  const page = toPage(rows, limit, (last) => ({ id: last.id }), filters);
+  return { items: page.rows.map((r) => integrationView(deps.cipher, r)), next_cursor: page.next_cursor };
+}

@@ -1,0 +1,117 @@
+// organisations and organisation_members: Kysely only. Timestamps are
+// formatted by PostgreSQL in the interface's `YYYY-MM-DDTHH:MM:SS.ffffff+00:00`.
+import { type Transaction, sql } from 'kysely';
+import type { Database } from '../db/database.ts';
+import type { DB } from '../db/schema.ts';
+
+type Db = Database | Transaction<DB>;
+
+const micro = (column: 'organisations.created_at' | 'organisations.modified_at') =>
+  sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')`;
+
+/** The columns of an `Organisation` (interface 2.2), plus `organisation_name`. */
+const ORGANISATION_COLUMNS = [
+  'organisations.id',
+  'organisations.token',
+  'organisations.name',
+  'organisations.domain',
+  'organisations.currency',
+  'organisations.country_code',
+  'organisations.is_active',
+  'organisations.logo',
+  'organisations.wid',
+  'organisations.referer',
+  'organisations.features_enabled',
+  'organisations.organisation_name',
+] as const;
+
+export interface OrganisationRow {
+  id: number;
+  token: string;
+  name: string;
+  domain: string;
+  currency: string;
+  country_code: string;
+  is_active: boolean;
+  logo: string;
+  wid: string | null;
+  referer: string | null;
+  features_enabled: string;
+  organisation_name: string;
+  created_at: string;
+  modified_at: string;
+}
+
+export interface NewOrganisation {
+  token: string;
+  tokenHash: Buffer;
+  domain: string;
+  domainKey: string;
+  organisationName: string;
+  createdBy: number | null;
+}
+
+/** Inserts an organisation; undefined when its domain is taken (also under a concurrent insert). */
+export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation): Promise<OrganisationRow | undefined> {
+  return tx
+    .insertInto('organisations')
+    .values({
+      token: o.token,
+      token_hash: o.tokenHash,
+      domain: o.domain,
+      domain_key: o.domainKey,
+      organisation_name: o.organisationName,
+      created_by: o.createdBy,
+    })
+    .onConflict((oc) => oc.column('domain_key').doNothing())
+    .returning([...ORGANISATION_COLUMNS, micro('organisations.created_at').as('created_at'), micro('organisations.modified_at').as('modified_at')])
+    .executeTakeFirst();
+}
+
+export async function insertMembers(
+  tx: Transaction<DB>,
+  orgId: number,
+  members: { userId: number; role: 'owner' | 'platform' }[],
+): Promise<void> {
+  if (members.length === 0) return;
+  await tx
+    .insertInto('organisation_members')
+    .values(members.map((m) => ({ user_id: m.userId, org_id: orgId, role: m.role })))
+    .onConflict((oc) => oc.columns(['user_id', 'org_id']).doNothing())
+    .execute();
+}
+
+function memberOrganisations(db: Db, userId: number) {
+  return db
+    .selectFrom('organisations')
+    .innerJoin('organisation_members as m', 'm.org_id', 'organisations.id')
+    .where('m.user_id', '=', userId)
+    .select([...ORGANISATION_COLUMNS, micro('organisations.created_at').as('created_at'), micro('organisations.modified_at').as('modified_at')]);
+}
+
+/** One organisation assigned to the user, or undefined. */
+export function findMemberOrganisation(db: Db, userId: number, orgId: number): Promise<OrganisationRow | undefined> {
+  return memberOrganisations(db, userId).where('organisations.id', '=', orgId).executeTakeFirst();
+}
+
+/** `%`, `_` and the escape character itself match literally. */
+function likeContains(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * Organisations assigned to the user, newest first (by id), after `beforeId`
+ * when given; `q` keeps those whose domain contains it, case-insensitively.
+ */
+export function listMemberOrganisations(
+  db: Db,
+  userId: number,
+  opts: { q?: string; beforeId?: number; limit: number },
+): Promise<OrganisationRow[]> {
+  let query = memberOrganisations(db, userId);
+  if (opts.q !== undefined) {
+    query = query.where(sql<boolean>`organisations.domain ILIKE ${likeContains(opts.q)} ESCAPE '\\'`);
+  }
+  if (opts.beforeId !== undefined) query = query.where('organisations.id', '<', opts.beforeId);
+  return query.orderBy('organisations.id', 'desc').limit(opts.limit).execute();
+}

@@ -1,0 +1,41 @@
+// Reading the organisations assigned to the caller (dashboard and integrators).
+import type { Deps } from '../deps.ts';
+import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
+import type { Principal, Schemas } from '../http/types.ts';
+import { forbidden, requireOrganisation } from './access.ts';
+import { findMemberOrganisation, listMemberOrganisations, type OrganisationRow } from './organisations.repository.ts';
+import { organisationView } from './users.service.ts';
+
+type OrganisationDetail = Schemas['OrganisationDetail'];
+
+export function organisationDetailView(o: OrganisationRow): OrganisationDetail {
+  return { ...organisationView(o), organisation_name: o.organisation_name };
+}
+
+export async function getOrganisation(deps: Pick<Deps, 'db'>, principal: Principal, rawOrgId: unknown): Promise<OrganisationDetail> {
+  const orgId = typeof rawOrgId === 'string' && /^\d{1,16}$/.test(rawOrgId) ? Number(rawOrgId) : rawOrgId;
+  if (typeof orgId !== 'number' || !Number.isSafeInteger(orgId) || orgId < 1) throw forbidden();
+  await requireOrganisation(deps.db, principal, orgId);
+  const row = await findMemberOrganisation(deps.db, principal.userId, orgId);
+  if (!row) throw forbidden();
+  return organisationDetailView(row);
+}
+
+/** Newest first; `q` filters on the domain (case-insensitive substring). */
+export async function listOrganisations(
+  deps: Pick<Deps, 'db'>,
+  principal: Principal,
+  query: { q?: string; cursor?: string; limit?: unknown },
+): Promise<Page<OrganisationDetail>> {
+  const limit = pageLimit(query.limit);
+  const q = query.q === undefined || query.q === '' ? undefined : query.q;
+  const filters = { q: q ?? null };
+  const after = decodeCursor(query.cursor, filters);
+  const rows = await listMemberOrganisations(deps.db, principal.userId, {
+    q,
+    beforeId: after ? cursorNumber(after, 'id') : undefined,
+    limit: limit + 1,
+  });
+  const page = toPage(rows, limit, (last) => ({ id: last.id }), filters);
+  return { items: page.rows.map(organisationDetailView), next_cursor: page.next_cursor };
+}

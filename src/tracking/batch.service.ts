@@ -1,0 +1,215 @@
+// One ingest batch, in one transaction: visitors upserted together, visitors
+// that share a corex_id stitched, events inserted together, then each item in
+// arrival order: recent-activity profile, contacts and links for identifies,
+// and the webhook deliveries it causes (the transactional outbox).
+import type { Transaction } from 'kysely';
+import type { DB } from '../db/schema.ts';
+import type { Deps } from '../deps.ts';
+import {
+  contactsOfPerson,
+  linkVisitorContact,
+  lockPersons,
+  mergePersons,
+  personProfile,
+  personsSharingCorex,
+  pushProductView,
+  rememberProductUrls,
+  setLastCart,
+  setVisitorName,
+  upsertContact,
+  upsertVisitors,
+  type VisitorTouch,
+} from '../identity/identity.repository.ts';
+import { contactsOf } from '../identity/normalise.ts';
+import { mergeProfiles, recentActivity } from '../identity/profile.ts';
+import { enqueueDeliveries, type NewDelivery } from '../webhooks/outbox.repository.ts';
+import { contactMatchedPayload } from '../webhooks/payloads/contact-matched.ts';
+import { eventExportedPayload } from '../webhooks/payloads/event-exported.ts';
+import type { Target } from '../webhooks/targets.ts';
+import { insertEvents } from './events.repository.ts';
+import type { EventItem, IdentifyItem, IngestItem } from './ingest.types.ts';
+
+type Tx = Transaction<DB>;
+const key = (orgId: number, coreId: string) => `${orgId}\u0000${coreId}`;
+
+/** One touch per visitor: earliest first_seen, latest everything else. */
+function visitorTouches(items: IngestItem[]): VisitorTouch[] {
+  const byKey = new Map<string, VisitorTouch>();
+  for (const it of items) {
+    const k = key(it.orgId, it.coreId);
+    const corexId = it.kind === 'event' ? it.corexId : null;
+    const prev = byKey.get(k);
+    if (!prev) {
+      byKey.set(k, {
+        orgId: it.orgId,
+        coreId: it.coreId,
+        roamingId: it.roamingId,
+        corexId,
+        firstSeen: it.receivedAt,
+        lastSeen: it.receivedAt,
+        userAgent: it.userAgent,
+        location: it.location,
+      });
+      continue;
+    }
+    prev.roamingId = it.roamingId;
+    prev.corexId = corexId ?? prev.corexId;
+    prev.lastSeen = it.receivedAt > prev.lastSeen ? it.receivedAt : prev.lastSeen;
+    prev.userAgent = it.userAgent ?? prev.userAgent;
+    prev.location = it.location ?? prev.location;
+  }
+  // a stable lock order across concurrent batches
+  return [...byKey.values()].sort((a, b) => a.orgId - b.orgId || (a.coreId < b.coreId ? -1 : a.coreId > b.coreId ? 1 : 0));
+}
+
+class BatchState {
+  /** person of each visitor touched */
+  readonly personOf = new Map<string, number>();
+  /** persons merged during this batch: gone → kept */
+  private readonly redirect = new Map<number, number>();
+  /** contacts per person, read at most once per batch (dropped when they change) */
+  private readonly contactCache = new Map<number, { type: 'EMAIL' | 'PHONE'; value: string }[]>();
+  readonly deliveries: NewDelivery[] = [];
+
+  constructor(
+    readonly deps: Deps,
+    readonly tx: Tx,
+  ) {}
+
+  find(person: number): number {
+    let p = person;
+    while (this.redirect.has(p)) p = this.redirect.get(p)!;
+    return p;
+  }
+
+  personOfVisitor(orgId: number, coreId: string): number {
+    return this.find(this.personOf.get(key(orgId, coreId))!);
+  }
+
+  /** Makes two persons one (the older id stays). */
+  async merge(orgId: number, a: number, b: number): Promise<number> {
+    const x = this.find(a);
+    const y = this.find(b);
+    if (x === y) return x;
+    const [keep, gone] = x < y ? [x, y] : [y, x];
+    const rows = await lockPersons(this.tx, orgId, [keep, gone]);
+    const merged = mergeProfiles(
+      rows.find((r) => r.id === keep),
+      rows.find((r) => r.id === gone),
+    );
+    await mergePersons(this.tx, orgId, keep, gone, merged);
+    this.redirect.set(gone, keep);
+    this.contactCache.delete(keep);
+    this.contactCache.delete(gone);
+    return keep;
+  }
+
+  async contacts(orgId: number, person: number) {
+    let c = this.contactCache.get(person);
+    if (!c) {
+      c = await contactsOfPerson(this.tx, orgId, person);
+      this.contactCache.set(person, c);
+    }
+    return c;
+  }
+
+  forgetContacts(person: number): void {
+    this.contactCache.delete(person);
+  }
+}
+
+async function applyEvent(s: BatchState, it: EventItem, targets: Target[]): Promise<void> {
+  const { tx } = s;
+  const person = s.personOfVisitor(it.orgId, it.coreId);
+  const body = it.body;
+  if (it.name === 'productview') {
+    const url = body.product_url as string;
+    await rememberProductUrls(tx, it.orgId, new Map([[body.product_id as number, url]]), it.receivedAt);
+    await pushProductView(tx, it.orgId, person, url, it.receivedAt);
+  } else if (it.name === 'updatecart') {
+    await setLastCart(tx, it.orgId, person, body.product_id as number, body.cart_url as string, it.receivedAt);
+  } else if (it.name === 'checkout' || it.name === 'buy') {
+    const urls = new Map<number, string>();
+    for (const item of (body.items as { product_id: number; product_url?: string }[] | undefined) ?? []) {
+      if (item.product_url) urls.set(item.product_id, item.product_url);
+    }
+    await rememberProductUrls(tx, it.orgId, urls, it.receivedAt);
+  }
+  const exportTo = targets.filter((t) => t.doEvents);
+  if (exportTo.length === 0) return;
+  for (const contact of await s.contacts(it.orgId, person)) {
+    const payload = JSON.stringify(
+      eventExportedPayload({ orgId: it.orgId, contact: contact.value, type: contact.type, at: it.receivedAt, event: it.name }),
+    );
+    for (const t of exportTo) s.deliveries.push({ orgId: it.orgId, integrationId: t.id, kind: 'event', body: payload });
+  }
+}
+
+async function applyIdentify(s: BatchState, it: IdentifyItem, targets: Target[]): Promise<void> {
+  const { tx } = s;
+  let person = s.personOfVisitor(it.orgId, it.coreId);
+  const linked: { type: 'EMAIL' | 'PHONE'; value: string }[] = [];
+  for (const c of contactsOf(it.payload)) {
+    const contact = await upsertContact(tx, it.orgId, c.type, c.value, person);
+    if (s.find(contact.person_id) !== person) person = await s.merge(it.orgId, contact.person_id, person);
+    if (await linkVisitorContact(tx, it.orgId, it.coreId, contact.id)) linked.push(c);
+  }
+  s.forgetContacts(person);
+  const name = it.payload.name?.trim();
+  if (name) await setVisitorName(tx, it.orgId, it.coreId, name);
+  const notify = targets.filter((t) => t.doContacts);
+  if (linked.length === 0 || notify.length === 0) return;
+  const recent = await recentActivity(tx, it.orgId, await personProfile(tx, it.orgId, person));
+  for (const c of linked) {
+    const payload = JSON.stringify(
+      contactMatchedPayload({
+        orgId: it.orgId,
+        contact: c.value,
+        type: c.type,
+        at: it.receivedAt,
+        lastView: recent.last_view,
+        lastAddToCart: recent.last_addtocart,
+      }),
+    );
+    for (const t of notify) s.deliveries.push({ orgId: it.orgId, integrationId: t.id, kind: 'matched', body: payload });
+  }
+}
+
+export async function processBatch(deps: Deps, tx: Tx, items: IngestItem[]): Promise<void> {
+  const s = new BatchState(deps, tx);
+  const touched = await upsertVisitors(tx, visitorTouches(items));
+  for (const v of touched) s.personOf.set(key(v.org_id, v.core_id), v.person_id);
+
+  // visitors sharing a non-null corex_id are one person
+  for (const v of touched) {
+    if (v.corex_id === null || (!v.inserted && v.old_corex_id === v.corex_id)) continue;
+    const self = s.personOfVisitor(v.org_id, v.core_id);
+    for (const other of await personsSharingCorex(tx, v.org_id, v.corex_id, self)) {
+      await s.merge(v.org_id, self, other);
+    }
+  }
+
+  await insertEvents(
+    tx,
+    items
+      .filter((it): it is EventItem => it.kind === 'event')
+      .map((it) => ({
+        orgId: it.orgId,
+        receivedAt: it.receivedAt,
+        name: it.name,
+        coreId: it.coreId,
+        roamingId: it.roamingId,
+        corexId: it.corexId,
+        body: JSON.stringify(it.body),
+      })),
+  );
+
+  const targetsByOrg = new Map<number, Target[]>();
+  for (const orgId of new Set(items.map((it) => it.orgId))) targetsByOrg.set(orgId, await deps.targets.forOrg(orgId));
+  for (const it of items) {
+    const targets = targetsByOrg.get(it.orgId)!;
+    if (it.kind === 'event') await applyEvent(s, it, targets);
+    else await applyIdentify(s, it, targets);
+  }
+  await enqueueDeliveries(tx, s.deliveries);
+}

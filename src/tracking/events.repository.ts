@@ -1,0 +1,62 @@
+// The events table (monthly partitions by received_at): written in batches,
+// read newest first by organisation, optionally by visitor and name.
+import { type Transaction, sql } from 'kysely';
+import type { Database } from '../db/database.ts';
+import type { DB } from '../db/schema.ts';
+
+export interface NewEvent {
+  orgId: number;
+  receivedAt: Date;
+  name: string;
+  coreId: string;
+  roamingId: string;
+  corexId: string | null;
+  body: string;
+}
+
+export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promise<void> {
+  if (rows.length === 0) return;
+  await tx
+    .insertInto('events')
+    .values(
+      rows.map((r) => ({
+        org_id: r.orgId,
+        received_at: r.receivedAt,
+        name: r.name,
+        core_id: r.coreId,
+        roaming_id: r.roamingId,
+        corex_id: r.corexId,
+        body: r.body,
+      })),
+    )
+    .execute();
+}
+
+/** Creates the monthly partitions for this month and `ahead` months after it. */
+export async function ensureEventPartitions(db: Database, ahead = 2): Promise<number> {
+  const { rows } = await sql<{ made: number }>`SELECT trackway_ensure_event_partitions(${ahead}) AS made`.execute(db);
+  return rows[0]?.made ?? 0;
+}
+
+export interface EventQuery {
+  orgId: number;
+  coreId?: string;
+  name?: string;
+  /** [received_at ISO, id] of the last item of the previous page */
+  after?: [string, number];
+  limit: number;
+}
+
+export async function listEvents(db: Database, q: EventQuery) {
+  let query = db
+    .selectFrom('events')
+    .select(['id', 'name', 'core_id', 'roaming_id', 'corex_id', 'received_at', 'body'])
+    .where('org_id', '=', q.orgId);
+  if (q.coreId !== undefined) query = query.where('core_id', '=', q.coreId);
+  if (q.name !== undefined) query = query.where('name', '=', q.name);
+  if (q.after) {
+    const [at, id] = q.after;
+    query = query.where(sql<boolean>`(received_at, id) < (${at}::timestamptz, ${id}::bigint)`);
+  }
+  return query.orderBy('received_at', 'desc').orderBy('id', 'desc').limit(q.limit + 1).execute();
+}

@@ -1,0 +1,105 @@
+// The ingest path: one function takes an identify or an event and resolves
+// when it is durable. Behind it, group commit: concurrent submissions are
+// written in one transaction per batch, each caller answered after its batch
+// commits. A batch that fails is retried item by item, so one bad item fails
+// only itself.
+import type { Deps } from '../deps.ts';
+import { isUnavailable } from '../http/errors.ts';
+import { processBatch } from './batch.service.ts';
+import type { IngestItem } from './ingest.types.ts';
+
+export type { IngestItem } from './ingest.types.ts';
+
+export interface Ingestor {
+  submit(item: IngestItem): Promise<void>;
+  /** resolves when everything submitted so far is committed or failed */
+  drain(): Promise<void>;
+}
+
+export interface IngestOptions {
+  /** most items in one transaction */
+  maxBatch?: number;
+  /** transactions in flight at once */
+  maxConcurrent?: number;
+}
+
+interface Pending {
+  item: IngestItem;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+const RETRYABLE = new Set(['40001', '40P01']); // serialization failure, deadlock
+
+function retryable(err: unknown): boolean {
+  return RETRYABLE.has((err as { code?: string }).code ?? '');
+}
+
+export function createIngestor(deps: Deps, opts: IngestOptions = {}): Ingestor {
+  const maxBatch = opts.maxBatch ?? 256;
+  const maxConcurrent = opts.maxConcurrent ?? 4;
+  const queue: Pending[] = [];
+  let inFlight = 0;
+  let scheduled = false;
+  let idle: (() => void)[] = [];
+
+  async function commit(items: IngestItem[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await deps.db.transaction().execute((tx) => processBatch(deps, tx, items));
+        return;
+      } catch (err) {
+        if (!retryable(err) || attempt >= 5) throw err;
+        await new Promise((r) => setTimeout(r, attempt * 5 + Math.random() * 10));
+      }
+    }
+  }
+
+  async function flush(batch: Pending[]): Promise<void> {
+    try {
+      await commit(batch.map((p) => p.item));
+      for (const p of batch) p.resolve();
+    } catch (err) {
+      if (batch.length === 1 || isUnavailable(err)) {
+        for (const p of batch) p.reject(err);
+        return;
+      }
+      deps.log.warn({ err, size: batch.length }, 'ingest batch failed; retrying its items one by one');
+      for (const p of batch) await flush([p]);
+    }
+  }
+
+  function pump(): void {
+    scheduled = false;
+    while (inFlight < maxConcurrent && queue.length > 0) {
+      const batch = queue.splice(0, maxBatch);
+      inFlight++;
+      void flush(batch).finally(() => {
+        inFlight--;
+        if (queue.length > 0) pump();
+        else if (inFlight === 0) {
+          const waiters = idle;
+          idle = [];
+          for (const w of waiters) w();
+        }
+      });
+    }
+  }
+
+  return {
+    submit(item) {
+      return new Promise<void>((resolve, reject) => {
+        queue.push({ item, resolve, reject });
+        // let the submissions of this tick join one batch
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(pump);
+        }
+      });
+    },
+    drain() {
+      if (inFlight === 0 && queue.length === 0) return Promise.resolve();
+      return new Promise((resolve) => idle.push(resolve));
+    },
+  };
+}

@@ -1,0 +1,146 @@
+// Deliveries as the platform API reads them: Kysely only. Every query is
+// scoped to one organisation, or to the organisations assigned to the caller.
+import { type Transaction, sql } from 'kysely';
+import type { Database } from '../db/database.ts';
+import type { DB, DeliveryStatus } from '../db/schema.ts';
+import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
+
+type Db = Database | Transaction<DB>;
+
+const DELIVERY_COLUMNS = [
+  'deliveries.org_id',
+  'deliveries.id',
+  'deliveries.integration_id',
+  'deliveries.kind',
+  'deliveries.webhook_id',
+  'deliveries.body',
+  'deliveries.status',
+  'deliveries.attempts_count',
+  'deliveries.next_attempt_at',
+  'deliveries.created_at',
+  'deliveries.delivered_at',
+  'deliveries.last_error',
+] as const;
+
+export interface DeliveryRow {
+  org_id: number;
+  id: number;
+  integration_id: number;
+  kind: 'matched' | 'event';
+  webhook_id: string;
+  body: string;
+  status: DeliveryStatus;
+  attempts_count: number;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  delivered_at: Date | null;
+  last_error: string | null;
+}
+
+export interface AttemptRow {
+  delivery_id: number;
+  n: number;
+  attempted_at: Date;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+function orgScoped(db: Db, orgId: number) {
+  return db.selectFrom('deliveries').where('deliveries.org_id', '=', orgId);
+}
+
+/** Deliveries of the organisation, newest first, below `beforeId` when given. */
+export function listDeliveries(
+  db: Db,
+  orgId: number,
+  opts: { status?: DeliveryStatus; integrationId?: number; beforeId?: number; limit: number },
+): Promise<DeliveryRow[]> {
+  let q = orgScoped(db, orgId).select(DELIVERY_COLUMNS);
+  if (opts.status !== undefined) q = q.where('deliveries.status', '=', opts.status);
+  if (opts.integrationId !== undefined) q = q.where('deliveries.integration_id', '=', opts.integrationId);
+  if (opts.beforeId !== undefined) q = q.where('deliveries.id', '<', opts.beforeId);
+  return q.orderBy('deliveries.id', 'desc').limit(opts.limit).execute() as Promise<DeliveryRow[]>;
+}
+
+/** A delivery of any organisation assigned to the user, locked for update inside a transaction when asked. */
+export function findMemberDelivery(db: Db, userId: number, id: number, opts: { lock?: boolean } = {}) {
+  let q = db
+    .selectFrom('deliveries')
+    .select(DELIVERY_COLUMNS)
+    .where('deliveries.id', '=', id)
+    .where('deliveries.org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId));
+  if (opts.lock) q = q.forUpdate();
+  return q.executeTakeFirst() as Promise<DeliveryRow | undefined>;
+}
+
+/** Attempts of these deliveries of the organisation, in the order they were made. */
+export function attemptsOf(db: Db, orgId: number, deliveryIds: number[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return Promise.resolve([]);
+  return db
+    .selectFrom('delivery_attempts')
+    .select(['delivery_id', 'n', 'attempted_at', 'status_code', 'duration_ms', 'error', 'response_excerpt'])
+    .where('org_id', '=', orgId)
+    .where('delivery_id', 'in', deliveryIds)
+    .orderBy('delivery_id')
+    .orderBy('n')
+    .execute();
+}
+
+/** Whether the integration is active and not deleted. */
+export async function integrationIsLive(db: Db, orgId: number, integrationId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('integrations')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('id', '=', integrationId)
+    .where('active', '=', true)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Puts a failed or cancelled delivery back to pending, due now, with a fresh
+ * retry schedule (attempt numbers keep counting), and wakes the dispatchers
+ * once the transaction commits.
+ */
+export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: number): Promise<DeliveryRow | undefined> {
+  const row = (await tx
+    .updateTable('deliveries')
+    .set((eb) => ({
+      status: 'pending',
+      next_attempt_at: sql<Date>`now()`,
+      schedule_start: eb.ref('attempts_count'),
+      delivered_at: null,
+    }))
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .where('status', 'in', ['failed', 'cancelled'])
+    .returning(DELIVERY_COLUMNS)
+    .executeTakeFirst()) as DeliveryRow | undefined;
+  if (row) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
+  return row;
+}
+
+export interface TestTargetRow {
+  id: number;
+  org_id: number;
+  endpoint: string;
+  auth_token_enc: string | null;
+  signing_secret_enc: string;
+  http_timeout: number;
+  modified_at: Date;
+}
+
+/** A live (not deleted) integration of any organisation assigned to the user. */
+export function findMemberIntegrationTarget(db: Db, userId: number, id: number): Promise<TestTargetRow | undefined> {
+  return db
+    .selectFrom('integrations')
+    .select(['id', 'org_id', 'endpoint', 'auth_token_enc', 'signing_secret_enc', 'http_timeout', 'modified_at'])
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .where('org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId))
+    .executeTakeFirst() as Promise<TestTargetRow | undefined>;
+}

@@ -1,0 +1,51 @@
+// What a process runs for webhooks besides its handlers: the shared LISTEN
+// connection (which keeps every process's integration cache fresh) and,
+// when asked, the dispatcher. Used by `trackway serve` and `trackway dispatch`.
+import type { DbHandle } from '../db/database.ts';
+import type { Deps } from '../deps.ts';
+import { Dispatcher, type DispatcherOptions } from './dispatcher.ts';
+import { type Notifications, startNotifications } from './notifications.ts';
+import { INTEGRATIONS_CHANNEL } from './targets.ts';
+
+export interface WebhookRuntime {
+  notifications: Notifications;
+  dispatcher: Dispatcher | undefined;
+  /** stops the dispatcher gracefully, then the LISTEN connection */
+  stop(): Promise<void>;
+}
+
+export async function startWebhookRuntime(
+  deps: Deps,
+  handle: DbHandle,
+  opts: { dispatcher: boolean; dispatcherOptions?: DispatcherOptions },
+): Promise<WebhookRuntime> {
+  const url = handle.pool.options.connectionString;
+  if (!url) throw new Error('the database handle has no connection string');
+  const notifications = startNotifications(url, deps.log);
+  notifications.on(INTEGRATIONS_CHANNEL, (payload) => {
+    const orgId = Number(payload);
+    if (Number.isSafeInteger(orgId) && orgId > 0) deps.targets.invalidate(orgId);
+  });
+  // notifications may have been missed while the connection was away
+  notifications.onConnect(() => deps.targets.clear());
+  try {
+    await notifications.ready;
+  } catch (err) {
+    // keeps retrying in the background; polling and the cache's expiry cover the gap
+    deps.log.warn({ err }, 'LISTEN is not available yet; the dispatcher polls meanwhile');
+  }
+  const dispatcher = opts.dispatcher ? new Dispatcher(deps, notifications, opts.dispatcherOptions) : undefined;
+  dispatcher?.start();
+  let stopping: Promise<void> | undefined;
+  return {
+    notifications,
+    dispatcher,
+    stop() {
+      stopping ??= (async () => {
+        await dispatcher?.stop();
+        await notifications.close();
+      })();
+      return stopping;
+    },
+  };
+}

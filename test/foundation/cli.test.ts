@@ -1,0 +1,135 @@
+// The CLI and the embedded database as a person uses them: child processes,
+// a data dir of their own, kill -9, restart.
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { runningPostmaster } from '../../src/db/embedded.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('CLI and embedded PostgreSQL (child processes)', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  let port: number;
+  let env: NodeJS.ProcessEnv;
+  let server: ChildProcess | undefined;
+
+  before(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-cli-'));
+    port = await freePort();
+    env = { ...process.env, TRACKWAY_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+    delete env.DATABASE_URL; // this suite is about the embedded database
+  });
+
+  after(async () => {
+    if (server && server.exitCode === null) server.kill('SIGKILL');
+    const pid = runningPostmaster(path.join(dataDir, 'pg'));
+    if (pid) {
+      process.kill(pid, 'SIGINT');
+      for (let i = 0; i < 100 && runningPostmaster(path.join(dataDir, 'pg')); i++) await new Promise((r) => setTimeout(r, 100));
+    }
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  function cli(...args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [path.join(ROOT, 'scripts/trackway.js'), ...args], { env, cwd: ROOT });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      child.on('close', (code) => resolve({ code, out, err }));
+    });
+  }
+
+  async function startServer(): Promise<ChildProcess> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { env, cwd: ROOT, stdio: 'ignore' });
+    for (let i = 0; i < 300; i++) {
+      if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);
+      try {
+        const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+        if (r.status === 200) return child;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('serve did not become ready');
+  }
+
+  async function login(email: string): Promise<number> {
+    const r = await fetch(`http://127.0.0.1:${port}/v1/rest/acme/users/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'correct horse battery' }),
+    });
+    return r.status;
+  }
+
+  it('prints help and refuses unknown commands and bad configuration with a one-line reason', async () => {
+    const help = await cli('--help');
+    expect(help.code).to.equal(0);
+    expect(help.out).to.include('platform create --platform NAME');
+    const bad = await cli('fly');
+    expect(bad.code).to.equal(2);
+    expect(bad.err).to.match(/^trackway: unknown command "fly"/);
+    const saved = env.PORT;
+    env.PORT = 'eighty';
+    const conf = await cli('migrate');
+    env.PORT = saved;
+    expect(conf.code).to.equal(2);
+    expect(conf.err.trim()).to.equal('trackway: PORT: "eighty" is not a whole number');
+  });
+
+  it('creates a platform account with the server stopped (and leaves no database running)', async () => {
+    const r = await cli('platform', 'create', '--platform', 'acme', '--email', 'first@acme.example', '--password', 'correct horse battery');
+    expect(r.code, r.err).to.equal(0);
+    expect(r.out).to.match(/^created platform account first@acme\.example on platform "acme"/);
+    expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(undefined);
+    const again = await cli('platform', 'create', '--platform', 'acme', '--email', 'first@acme.example', '--password', 'correct horse battery');
+    expect(again.out).to.match(/already exists/);
+    const badName = await cli('platform', 'create', '--platform', 'integration', '--email', 'x@acme.example', '--password', 'correct horse battery');
+    expect(badName.code).to.equal(2);
+  });
+
+  it('serves on the same data, and the CLI uses the running instance', async () => {
+    server = await startServer();
+    const pgPid = runningPostmaster(path.join(dataDir, 'pg'));
+    expect(pgPid).to.be.a('number');
+    const r = await cli('platform', 'create', '--platform', 'acme', '--email', 'second@acme.example', '--password', 'correct horse battery');
+    expect(r.code, r.err).to.equal(0);
+    expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(pgPid); // not restarted, not stopped
+    expect(await login('first@acme.example')).to.equal(200);
+    expect(await login('second@acme.example')).to.equal(200);
+  });
+
+  it('comes back after kill -9 with the data intact', async () => {
+    server!.kill('SIGKILL');
+    await new Promise((r) => server!.once('exit', r));
+    server = await startServer();
+    expect(await login('first@acme.example')).to.equal(200);
+    expect(await login('second@acme.example')).to.equal(200);
+  });
+
+  it('shuts down cleanly on SIGTERM, stopping the embedded database', async () => {
+    server!.kill('SIGTERM');
+    const code = await new Promise((r) => server!.once('exit', (c) => r(c)));
+    expect(code).to.equal(0);
+    expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(undefined);
+    const m = await cli('migrate');
+    expect(m.code, m.err).to.equal(0);
+    expect(m.out).to.equal('migrations are up to date\n');
+  });
+});

@@ -1,0 +1,72 @@
+// /docs (Swagger UI from the npm package, no CDN) renders the contract in
+// Chromium at desktop and phone widths; screenshots go to
+// test-artifacts/screenshots/.
+import { expect } from 'chai';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, screenshot } from '../support/browser.ts';
+import { startTestServer, type TestServer } from '../support/harness.ts';
+
+describe('API reference (/docs) in Chromium', function () {
+  let browser: Browser;
+  let srv: TestServer;
+  before(async function () {
+    browser = await launchChromium(this);
+    srv = await startTestServer();
+  });
+  after(async () => {
+    await browser?.close();
+    await srv?.stop();
+  });
+
+  for (const [name, viewport] of [
+    ['desktop', { width: 1366, height: 900 }],
+    ['phone', { width: 390, height: 844 }],
+  ] as const) {
+    it(`renders every operation at ${name} width (${viewport.width}px)`, async () => {
+      const context = await browser.newContext({ viewport, deviceScaleFactor: 1, isMobile: name === 'phone' });
+      try {
+        const page: Page = await context.newPage();
+        const errors: string[] = [];
+        const outside: string[] = [];
+        page.on('pageerror', (e) => errors.push(String(e)));
+        page.on('request', (r) => {
+          if (!r.url().startsWith(srv.url) && !r.url().startsWith('data:')) outside.push(r.url());
+        });
+        const res = await page.goto(`${srv.url}/docs`);
+        expect(res?.status()).to.equal(200);
+        await page.locator('.opblock').first().waitFor({ state: 'visible', timeout: 20_000 });
+        expect(await page.locator('.information-container .title').first().textContent()).to.match(/Trackway API/);
+
+        // every operation and webhook of the contract is listed
+        const spec = (await (await fetch(`${srv.url}/openapi.json`)).json()) as Record<string, Record<string, Record<string, unknown>>>;
+        const expected = [...Object.values(spec.paths ?? {}), ...Object.values(spec.webhooks ?? {})].flatMap((item) =>
+          Object.keys(item).filter((k) => ['get', 'post', 'put', 'delete', 'patch'].includes(k)),
+        ).length;
+        expect(await page.locator('.opblock').count()).to.equal(expected);
+        const paths = await page.locator('.opblock-summary-path').allTextContents();
+        expect(paths.map((p) => p.replace(/\u200b/g, ''))).to.include.members(['/v1/rest/{platform_name}/users/login', '/jsv1/tracker.js']);
+
+        // opening an operation shows its details
+        const login = page.locator('.opblock', { hasText: '/v1/rest/{platform_name}/users/login' }).first();
+        await login.locator('.opblock-summary').click();
+        await login.locator('.opblock-body').waitFor({ state: 'visible' });
+        expect(await login.locator('.opblock-body').textContent()).to.include('bearer_token');
+        await login.evaluate((el) => el.scrollIntoView());
+        const opened = await screenshot(page, `docs-${name}-operation`);
+        await login.locator('.opblock-summary').click();
+
+        // nothing wider than the viewport (wide tables scroll inside themselves)
+        const width = await page.evaluate(() => document.documentElement.scrollWidth);
+        expect(width, 'page width in px').to.be.at.most(viewport.width);
+
+        expect(errors).to.deep.equal([]);
+        expect(outside, 'requests leaving the server').to.deep.equal([]);
+        await page.evaluate(() => window.scrollTo(0, 0));
+        const top = await screenshot(page, `docs-${name}`);
+        console.log(`      screenshots: ${top}, ${opened}`);
+      } finally {
+        await context.close();
+      }
+    });
+  }
+});

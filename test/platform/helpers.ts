@@ -1,0 +1,76 @@
+// Shared set-up for the platform API tests: every test makes its own platform
+// accounts, merchants and integrations (no truncation between tests).
+import { expect } from 'chai';
+import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
+import type { TestServer } from '../support/harness.ts';
+
+let seq = 0;
+
+/** A name no other test (or concurrent run) uses. */
+export function unique(prefix: string): string {
+  return `${prefix}${process.pid.toString(36)}${Date.now().toString(36)}${(++seq).toString(36)}`;
+}
+
+/** A documentation-range client address, different on every call (needs TRUST_PROXY=true to take effect). */
+export function uniqueIp(): string {
+  const n = ++seq;
+  return `198.51.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`;
+}
+
+export interface Account {
+  platform: string;
+  email: string;
+  password: string;
+  userId: number;
+  token: string;
+}
+
+export const PASSWORD = 'correct horse battery staple';
+
+/** A platform account created like the CLI does, logged in through the API. */
+export async function newAccount(srv: TestServer, platform = 'acme'): Promise<Account> {
+  const email = `${unique('ops')}@platform.example`;
+  const made = await ensurePlatformAccount(srv.deps, { platform, email, password: PASSWORD, name: 'Platform Ops' });
+  const r = await srv.api.post(`/v1/rest/${platform}/users/login`, { email, password: PASSWORD }, { headers: { 'x-forwarded-for': uniqueIp() } });
+  expect(r.status, r.text).to.equal(200);
+  return { platform, email, password: PASSWORD, userId: made.userId, token: r.body.bearer_token as string };
+}
+
+export interface Merchant {
+  user: { id: number; email: string };
+  organisation: { id: number; domain: string; token: string };
+}
+
+/** Registers a merchant (user + organisation) through the API. */
+export async function newMerchant(srv: TestServer, account: Account, body: Record<string, unknown> = {}): Promise<Merchant> {
+  const name = unique('m');
+  const r = await srv.api.post(
+    `/v1/rest/${account.platform}/users/register`,
+    { email: `${name}@merchant.example`, domain: `${name}.shop.example`, ...body },
+    { token: account.token },
+  );
+  expect(r.status, r.text).to.equal(201);
+  return r.body as Merchant;
+}
+
+export function webhookBody(orgId: number, data: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  return {
+    org_id: orgId,
+    active: true,
+    type: 'WEBHOOK',
+    data: { endpoint: 'https://hooks.example.com/trackway', do_events: true, do_contacts: true, ...data },
+    ...extra,
+  };
+}
+
+/** Creates a webhook integration through the API and returns it. */
+export async function newWebhook(
+  srv: TestServer,
+  account: Account,
+  orgId: number,
+  data: Record<string, unknown> = {},
+): Promise<{ id: number; org_id: number; signing_secret: string; [k: string]: unknown }> {
+  const r = await srv.api.post(`/v1/rest/${account.platform}/integration`, webhookBody(orgId, data), { token: account.token });
+  expect(r.status, r.text).to.equal(201);
+  return r.body.integration;
+}

@@ -1,0 +1,404 @@
+// Interface 2.3, 3, 4.3 and 4.4 (webhook integrations on both path forms) and
+// DESIGN's integration responses and read endpoints.
+import { expect } from 'chai';
+import { enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
+import { startTestServer, type TestServer } from '../support/harness.ts';
+import { type Account, newAccount, newMerchant, newWebhook, webhookBody } from './helpers.ts';
+
+const TOKEN = '8c1e4b7d2f9a4e06b3c5d7e9f1a29f3a';
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+describe('webhook integrations (interface 4.3, 4.4)', () => {
+  let srv: TestServer;
+  let acme: Account;
+  let orgId: number;
+
+  before(async () => {
+    srv = await startTestServer({ TRUST_PROXY: 'true' });
+    acme = await newAccount(srv, 'acme');
+  });
+  beforeEach(async () => {
+    orgId = (await newMerchant(srv, acme)).organisation.id;
+  });
+  after(() => srv.stop());
+
+  const path = '/v1/rest/acme/integration';
+  const db = () => srv.database.handle.db;
+
+  async function pendingDelivery(integrationId: number): Promise<number> {
+    await db()
+      .transaction()
+      .execute((tx) => enqueueDeliveries(tx, [{ orgId, integrationId, kind: 'event', body: '{"medium":"event"}' }]));
+    const row = await db().selectFrom('deliveries').select('id').where('integration_id', '=', integrationId).orderBy('id', 'desc').executeTakeFirstOrThrow();
+    return row.id;
+  }
+
+  async function deliveryStatus(id: number): Promise<string> {
+    return (await db().selectFrom('deliveries').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+  }
+
+  describe('create (POST)', () => {
+    it('answers 201 {code 2011, message Created, integration} with every field', async () => {
+      const r = await srv.api.post(path, webhookBody(orgId, { authToken: TOKEN, httpTimeout: '15' }), { token: acme.token });
+      expect(r.status).to.equal(201);
+      expect(Object.keys(r.body).sort()).to.deep.equal(['code', 'integration', 'message']);
+      expect(r.body).to.include({ code: 2011, message: 'Created' });
+      const i = r.body.integration;
+      expect(Object.keys(i).sort()).to.deep.equal(['active', 'created_at', 'data', 'id', 'modified_at', 'org_id', 'signing_secret', 'type']);
+      expect(i).to.deep.include({ org_id: orgId, active: true, type: 'WEBHOOK' });
+      expect(i.data).to.deep.equal({ endpoint: 'https://hooks.example.com/trackway', authToken: '****9f3a', httpTimeout: '15', do_events: true, do_contacts: true });
+      expect(i.created_at).to.match(ISO);
+      expect(i.modified_at).to.equal(i.created_at);
+    });
+
+    it('generates a signing secret: whsec_ + base64 of 32 random bytes, different per integration', async () => {
+      const a = await newWebhook(srv, acme, orgId);
+      const b = await newWebhook(srv, acme, orgId);
+      for (const s of [a.signing_secret, b.signing_secret]) {
+        expect(s).to.match(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
+        expect(Buffer.from(s.slice(6), 'base64')).to.have.length(32);
+      }
+      expect(a.signing_secret).to.not.equal(b.signing_secret);
+    });
+
+    it('defaults httpTimeout to "10" and leaves authToken out when none is sent', async () => {
+      const i = await newWebhook(srv, acme, orgId, { do_events: false });
+      expect(i.data).to.deep.equal({ endpoint: 'https://hooks.example.com/trackway', httpTimeout: '10', do_events: false, do_contacts: true });
+    });
+
+    it('masks authToken as **** + its last 4 characters from 12 characters on, and as **** below', async () => {
+      const cases: [string, string][] = [
+        ['abcdefghijkl', '****ijkl'],
+        ['abcdefghijk', '****'],
+        ['short', '****'],
+        ['x', '****'],
+        [TOKEN, '****9f3a'],
+      ];
+      for (const [token, masked] of cases) {
+        const i = await newWebhook(srv, acme, orgId, { authToken: token });
+        expect((i.data as { authToken: string }).authToken, token).to.equal(masked);
+        const read = await srv.api.get(`${path}/${i.id}`, { token: acme.token });
+        expect(read.body.data.authToken).to.equal(masked);
+        if (token.length >= 5) expect(read.text).to.not.include(token);
+      }
+    });
+
+    it('never returns the authToken in clear, from any endpoint', async () => {
+      const created = await srv.api.post(path, webhookBody(orgId, { authToken: TOKEN }), { token: acme.token });
+      expect(created.text).to.not.include(TOKEN);
+      const id = created.body.integration.id;
+      const updated = await srv.api.put(path, webhookBody(orgId, { authToken: TOKEN }, { id }), { token: acme.token });
+      const unscoped = await srv.api.put('/v1/rest/integration', webhookBody(orgId, { authToken: TOKEN }, { id }), { token: acme.token });
+      const one = await srv.api.get(`${path}/${id}`, { token: acme.token });
+      const list = await srv.api.get(`${path}?org_id=${orgId}`, { token: acme.token });
+      for (const r of [updated, unscoped, one, list]) {
+        expect(r.status).to.equal(200);
+        expect(r.text).to.not.include(TOKEN);
+        expect(r.text).to.include('****9f3a');
+      }
+    });
+
+    it('encrypts authToken and the signing secret at rest (AES-256-GCM with the configured key)', async () => {
+      const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN });
+      const row = await db().selectFrom('integrations').selectAll().where('id', '=', i.id).executeTakeFirstOrThrow();
+      const everything = JSON.stringify(row);
+      expect(everything).to.not.include(TOKEN);
+      expect(everything).to.not.include(i.signing_secret.slice(6));
+      expect(row.auth_token_enc).to.be.a('string').and.not.equal(TOKEN);
+      expect(row.auth_token_hint).to.equal('****9f3a');
+      expect(srv.deps.cipher.decrypt(row.auth_token_enc!)).to.equal(TOKEN);
+      expect(srv.deps.cipher.decrypt(row.signing_secret_enc)).to.equal(i.signing_secret);
+      // sealed freshly each time: the same token never gives the same ciphertext
+      const j = await newWebhook(srv, acme, orgId, { authToken: TOKEN });
+      const row2 = await db().selectFrom('integrations').select('auth_token_enc').where('id', '=', j.id).executeTakeFirstOrThrow();
+      expect(row2.auth_token_enc).to.not.equal(row.auth_token_enc);
+    });
+
+    it('works on the unscoped path /v1/rest/integration, taking the platform from the token', async () => {
+      const r = await srv.api.post('/v1/rest/integration', webhookBody(orgId), { token: acme.token });
+      expect(r.status).to.equal(201);
+      expect(r.body).to.include({ code: 2011, message: 'Created' });
+      expect(r.body.integration.org_id).to.equal(orgId);
+      const read = await srv.api.get(`${path}/${r.body.integration.id}`, { token: acme.token });
+      expect(read.status).to.equal(200);
+    });
+
+    it('answers 403/4030 for an organisation not assigned to the caller, whether or not it exists', async () => {
+      const other = await newAccount(srv, 'acme');
+      const foreign = (await newMerchant(srv, other)).organisation.id;
+      for (const org of [foreign, 987654321]) {
+        for (const p of [path, '/v1/rest/integration']) {
+          const r = await srv.api.post(p, webhookBody(org), { token: acme.token });
+          expect(r.status).to.equal(403);
+          expect(r.body.code).to.equal(4030);
+        }
+      }
+      const count = await db().selectFrom('integrations').select('id').where('org_id', '=', foreign).execute();
+      expect(count).to.have.length(0);
+    });
+
+    it('validates type, endpoint, httpTimeout, booleans and unknown fields (400/4000)', async () => {
+      const bad: unknown[] = [
+        { ...webhookBody(orgId), type: 'SLACK' },
+        { ...webhookBody(orgId), type: 'webhook' },
+        webhookBody(orgId, { endpoint: 'ftp://hooks.example.com/x' }),
+        webhookBody(orgId, { endpoint: '/relative/path' }),
+        webhookBody(orgId, { endpoint: 'hooks.example.com' }),
+        webhookBody(orgId, { endpoint: 'javascript:alert(1)' }),
+        webhookBody(orgId, { endpoint: 'http://' }),
+        webhookBody(orgId, { endpoint: `https://example.com/${'a'.repeat(2100)}` }),
+        webhookBody(orgId, { httpTimeout: '0' }),
+        webhookBody(orgId, { httpTimeout: '31' }),
+        webhookBody(orgId, { httpTimeout: '010' }),
+        webhookBody(orgId, { httpTimeout: '5s' }),
+        webhookBody(orgId, { httpTimeout: 10 }),
+        webhookBody(orgId, { do_events: 'true' }),
+        webhookBody(orgId, { do_contacts: 1 }),
+        webhookBody(orgId, { authToken: '' }),
+        webhookBody(orgId, { authToken: 'has space' }),
+        webhookBody(orgId, { authToken: 'line\nbreak' }),
+        webhookBody(orgId, { authToken: 7 }),
+        webhookBody(orgId, { extra: 1 }),
+        { ...webhookBody(orgId), active: 'yes' },
+        { ...webhookBody(orgId), id: 5 },
+        { ...webhookBody(orgId), org_id: '1' },
+        { ...webhookBody(orgId), org_id: 0 },
+        { active: true, type: 'WEBHOOK', data: webhookBody(orgId).data },
+        { org_id: orgId, active: true, type: 'WEBHOOK' },
+        { org_id: orgId, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example' } },
+      ];
+      for (const body of bad) {
+        const r = await srv.api.post(path, body, { token: acme.token });
+        expect(r.status, JSON.stringify(body).slice(0, 200)).to.equal(400);
+        expect(r.body.code).to.equal(4000);
+        expect(r.body.errors).to.be.an('array').that.is.not.empty;
+      }
+      for (const httpTimeout of ['1', '9', '10', '29', '30']) {
+        const r = await srv.api.post(path, webhookBody(orgId, { httpTimeout }), { token: acme.token });
+        expect(r.status, httpTimeout).to.equal(201);
+        expect(r.body.integration.data.httpTimeout).to.equal(httpTimeout);
+      }
+      const plainHttp = await srv.api.post(path, webhookBody(orgId, { endpoint: 'http://hooks.example.com:8080/in?x=1' }), { token: acme.token });
+      expect(plainHttp.status).to.equal(201);
+    });
+
+    it('announces the change: the targets cache sees a new integration at once', async () => {
+      expect(await srv.deps.targets.forOrg(orgId)).to.deep.equal([]);
+      const i = await newWebhook(srv, acme, orgId, { do_events: false });
+      expect(await srv.deps.targets.forOrg(orgId)).to.deep.equal([{ id: i.id, doEvents: false, doContacts: true }]);
+    });
+  });
+
+  describe('update (PUT)', () => {
+    it('answers 200 {code 2001, message OK, integration}, replacing every field with the values sent (interface 3)', async () => {
+      const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN, httpTimeout: '20' });
+      const r = await srv.api.put(
+        path,
+        webhookBody(orgId, { endpoint: 'https://hooks.example.com/v2', do_events: false, do_contacts: false, authToken: 'newtoken-0000-abcd' }, { id: i.id, active: false }),
+        { token: acme.token },
+      );
+      expect(r.status).to.equal(200);
+      expect(Object.keys(r.body).sort()).to.deep.equal(['code', 'integration', 'message']);
+      expect(r.body).to.include({ code: 2001, message: 'OK' });
+      const u = r.body.integration;
+      expect(u).to.deep.include({ id: i.id, org_id: orgId, active: false, type: 'WEBHOOK', signing_secret: i.signing_secret, created_at: i.created_at });
+      expect(u.data).to.deep.equal({ endpoint: 'https://hooks.example.com/v2', authToken: '****abcd', httpTimeout: '10', do_events: false, do_contacts: false });
+      expect(Date.parse(u.modified_at)).to.be.at.least(Date.parse(i.modified_at as string));
+      const row = await db().selectFrom('integrations').select('auth_token_enc').where('id', '=', i.id).executeTakeFirstOrThrow();
+      expect(srv.deps.cipher.decrypt(row.auth_token_enc!)).to.equal('newtoken-0000-abcd');
+    });
+
+    it('clears authToken and resets httpTimeout to "10" when they are left out', async () => {
+      const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN, httpTimeout: '25' });
+      const r = await srv.api.put(path, webhookBody(orgId, {}, { id: i.id }), { token: acme.token });
+      expect(r.status).to.equal(200);
+      expect(r.body.integration.data).to.deep.equal({ endpoint: 'https://hooks.example.com/trackway', httpTimeout: '10', do_events: true, do_contacts: true });
+      const row = await db().selectFrom('integrations').select(['auth_token_enc', 'auth_token_hint']).where('id', '=', i.id).executeTakeFirstOrThrow();
+      expect(row).to.deep.equal({ auth_token_enc: null, auth_token_hint: null });
+    });
+
+    it('moves active from true to false and back (interface 3), and keeps the signing secret', async () => {
+      const i = await newWebhook(srv, acme, orgId);
+      const off = await srv.api.put(path, webhookBody(orgId, {}, { id: i.id, active: false }), { token: acme.token });
+      expect(off.body.integration.active).to.equal(false);
+      expect(await srv.deps.targets.forOrg(orgId)).to.deep.equal([]);
+      const on = await srv.api.put(path, webhookBody(orgId, {}, { id: i.id, active: true }), { token: acme.token });
+      expect(on.body.integration.active).to.equal(true);
+      expect(on.body.integration.signing_secret).to.equal(i.signing_secret);
+      expect(await srv.deps.targets.forOrg(orgId)).to.deep.equal([{ id: i.id, doEvents: true, doContacts: true }]);
+    });
+
+    it('cancels pending deliveries when deactivated, and only then', async () => {
+      const i = await newWebhook(srv, acme, orgId);
+      const first = await pendingDelivery(i.id);
+      await srv.api.put(path, webhookBody(orgId, { endpoint: 'https://hooks.example.com/other' }, { id: i.id }), { token: acme.token });
+      expect(await deliveryStatus(first)).to.equal('pending');
+      await srv.api.put(path, webhookBody(orgId, {}, { id: i.id, active: false }), { token: acme.token });
+      expect(await deliveryStatus(first)).to.equal('cancelled');
+    });
+
+    it('works on the unscoped path /v1/rest/integration', async () => {
+      const i = await newWebhook(srv, acme, orgId);
+      const r = await srv.api.put('/v1/rest/integration', webhookBody(orgId, { httpTimeout: '5' }, { id: i.id, active: false }), { token: acme.token });
+      expect(r.status).to.equal(200);
+      expect(r.body).to.include({ code: 2001, message: 'OK' });
+      expect(r.body.integration).to.deep.include({ id: i.id, active: false });
+      expect(r.body.integration.data.httpTimeout).to.equal('5');
+    });
+
+    it('answers an unknown id with 404/4040, on both paths', async () => {
+      for (const p of [path, '/v1/rest/integration']) {
+        const r = await srv.api.put(p, webhookBody(orgId, {}, { id: 987654321 }), { token: acme.token });
+        expect(r.status).to.equal(404);
+        expect(r.body.code).to.equal(4040);
+      }
+    });
+
+    it('looks the id up within org_id: an integration cannot move to another organisation (404)', async () => {
+      const i = await newWebhook(srv, acme, orgId);
+      const otherOrg = (await newMerchant(srv, acme)).organisation.id;
+      const r = await srv.api.put(path, webhookBody(otherOrg, {}, { id: i.id }), { token: acme.token });
+      expect(r.status).to.equal(404);
+      expect(r.body.code).to.equal(4040);
+      const row = await db().selectFrom('integrations').select('org_id').where('id', '=', i.id).executeTakeFirstOrThrow();
+      expect(row.org_id).to.equal(orgId);
+    });
+
+    it('answers 403/4030 for an org_id not assigned to the caller', async () => {
+      const i = await newWebhook(srv, acme, orgId);
+      const r = await srv.api.put(path, webhookBody(987654321, {}, { id: i.id }), { token: acme.token });
+      expect(r.status).to.equal(403);
+      expect(r.body.code).to.equal(4030);
+    });
+
+    it('requires the id and validates like create (400/4000)', async () => {
+      const i = await newWebhook(srv, acme, orgId);
+      for (const body of [webhookBody(orgId), webhookBody(orgId, { httpTimeout: '31' }, { id: i.id }), webhookBody(orgId, { endpoint: 'mailto:x@y.example' }, { id: i.id }), { ...webhookBody(orgId, {}, { id: i.id }), type: 'EMAIL' }, webhookBody(orgId, {}, { id: 'seven' })]) {
+        const r = await srv.api.put(path, body, { token: acme.token });
+        expect(r.status, JSON.stringify(body)).to.equal(400);
+        expect(r.body.code).to.equal(4000);
+      }
+    });
+  });
+
+  describe('read and delete', () => {
+    it('GET /integration/{id} answers the Integration, masked, with its signing secret', async () => {
+      const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN });
+      const r = await srv.api.get(`${path}/${i.id}`, { token: acme.token });
+      expect(r.status).to.equal(200);
+      expect(r.body).to.deep.equal(i);
+    });
+
+    it('GET /integration/{id} answers 404/4040 for an unknown id', async () => {
+      const r = await srv.api.get(`${path}/987654321`, { token: acme.token });
+      expect(r.status).to.equal(404);
+      expect(r.body.code).to.equal(4040);
+    });
+
+    it('lists an organisation oldest first with cursor pagination, without deleted ones', async () => {
+      const made = [];
+      for (let k = 0; k < 5; k++) made.push(await newWebhook(srv, acme, orgId, { endpoint: `https://hooks.example.com/${k}` }));
+      await srv.api.delete(`${path}/${made[2]!.id}`, { token: acme.token });
+      const ids: number[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const q: string = `${path}?org_id=${orgId}&limit=2${cursor ? `&cursor=${cursor}` : ''}`;
+        const r = await srv.api.get(q, { token: acme.token });
+        expect(r.status).to.equal(200);
+        expect(Object.keys(r.body).sort()).to.deep.equal(['items', 'next_cursor']);
+        expect(r.body.items.length).to.be.at.most(2);
+        ids.push(...r.body.items.map((x: { id: number }) => x.id));
+        cursor = r.body.next_cursor;
+        pages++;
+      } while (cursor);
+      expect(ids).to.deep.equal([made[0]!.id, made[1]!.id, made[3]!.id, made[4]!.id]);
+      expect(pages).to.equal(2);
+      const all = await srv.api.get(`${path}?org_id=${orgId}`, { token: acme.token });
+      expect(all.body.items[0]).to.deep.equal(made[0]);
+      expect(all.body.next_cursor).to.equal(null);
+    });
+
+    it('pages 50 by default, and takes limit 1 to 200 only', async () => {
+      for (let k = 0; k < 51; k++) await srv.api.post(path, webhookBody(orgId), { token: acme.token });
+      const first = await srv.api.get(`${path}?org_id=${orgId}`, { token: acme.token });
+      expect(first.body.items).to.have.length(50);
+      expect(first.body.next_cursor).to.be.a('string');
+      const second = await srv.api.get(`${path}?org_id=${orgId}&cursor=${first.body.next_cursor}`, { token: acme.token });
+      expect(second.body.items).to.have.length(1);
+      expect(second.body.next_cursor).to.equal(null);
+      const big = await srv.api.get(`${path}?org_id=${orgId}&limit=200`, { token: acme.token });
+      expect(big.body.items).to.have.length(51);
+      for (const limit of ['0', '201', '-1', 'ten']) {
+        const r = await srv.api.get(`${path}?org_id=${orgId}&limit=${limit}`, { token: acme.token });
+        expect(r.status, limit).to.equal(400);
+        expect(r.body.code).to.equal(4000);
+      }
+    });
+
+    it('refuses a bad cursor, or one made for another organisation, with 400/4000', async () => {
+      for (let k = 0; k < 2; k++) await newWebhook(srv, acme, orgId);
+      const page = await srv.api.get(`${path}?org_id=${orgId}&limit=1`, { token: acme.token });
+      const cursor = page.body.next_cursor as string;
+      const otherOrg = (await newMerchant(srv, acme)).organisation.id;
+      const forged = Buffer.from(JSON.stringify({ p: { id: 0 }, f: 'x' })).toString('base64url');
+      for (const bad of ['garbage!', 'eyJub3QiOiJ2YWxpZCJ9', forged, cursor.slice(0, -2)]) {
+        const r = await srv.api.get(`${path}?org_id=${orgId}&cursor=${encodeURIComponent(bad)}`, { token: acme.token });
+        expect(r.status, bad).to.equal(400);
+        expect(r.body.code).to.equal(4000);
+      }
+      const moved = await srv.api.get(`${path}?org_id=${otherOrg}&cursor=${cursor}`, { token: acme.token });
+      expect(moved.status).to.equal(400);
+    });
+
+    it('answers the list of an org_id not assigned to the caller with 403/4030, existing or not', async () => {
+      const other = await newAccount(srv, 'acme');
+      const foreign = (await newMerchant(srv, other)).organisation.id;
+      for (const org of [foreign, 987654321]) {
+        const r = await srv.api.get(`${path}?org_id=${org}`, { token: acme.token });
+        expect(r.status).to.equal(403);
+        expect(r.body.code).to.equal(4030);
+      }
+      const missing = await srv.api.get(path, { token: acme.token });
+      expect(missing.status).to.equal(400);
+    });
+
+    it('DELETE answers 204 without a body; then the integration is gone for every read and write (404)', async () => {
+      const i = await newWebhook(srv, acme, orgId);
+      const del = await srv.api.delete(`${path}/${i.id}`, { token: acme.token });
+      expect(del.status).to.equal(204);
+      expect(del.text).to.equal('');
+      const again = await srv.api.delete(`${path}/${i.id}`, { token: acme.token });
+      expect(again.status).to.equal(404);
+      expect(again.body.code).to.equal(4040);
+      expect((await srv.api.get(`${path}/${i.id}`, { token: acme.token })).status).to.equal(404);
+      expect((await srv.api.put(path, webhookBody(orgId, {}, { id: i.id }), { token: acme.token })).status).to.equal(404);
+      expect((await srv.api.put('/v1/rest/integration', webhookBody(orgId, {}, { id: i.id }), { token: acme.token })).status).to.equal(404);
+      const list = await srv.api.get(`${path}?org_id=${orgId}`, { token: acme.token });
+      expect(list.body.items.map((x: { id: number }) => x.id)).to.not.include(i.id);
+    });
+
+    it('DELETE cancels pending deliveries, keeps delivery history, and drops the integration from the targets', async () => {
+      const i = await newWebhook(srv, acme, orgId);
+      expect(await srv.deps.targets.forOrg(orgId)).to.have.length(1);
+      const d = await pendingDelivery(i.id);
+      await db().updateTable('deliveries').set({ status: 'delivered', next_attempt_at: null }).where('id', '=', d).execute();
+      const p = await pendingDelivery(i.id);
+      await srv.api.delete(`${path}/${i.id}`, { token: acme.token });
+      expect(await deliveryStatus(p)).to.equal('cancelled');
+      expect(await deliveryStatus(d)).to.equal('delivered');
+      expect(await srv.deps.targets.forOrg(orgId)).to.deep.equal([]);
+    });
+
+    it('answers ids that are not positive safe integers like unknown ones', async () => {
+      for (const id of ['0', '99999999999999999999', '9007199254740993']) {
+        const r = await srv.api.get(`${path}/${id}`, { token: acme.token });
+        expect([400, 404], id).to.include(r.status);
+      }
+      const huge = await srv.api.put(path, { ...webhookBody(orgId), id: 9007199254740993 }, { token: acme.token });
+      expect([400, 404]).to.include(huge.status);
+      const hugeOrg = await srv.api.post(path, webhookBody(9223372036854775807), { token: acme.token });
+      expect([400, 403]).to.include(hugeOrg.status);
+    });
+  });
+});

@@ -1,0 +1,167 @@
+// Rows for webhook tests, inserted with Kysely the way the platform and the
+// ingest write them: a platform account with an organisation assigned to it,
+// integrations with secrets encrypted by the server's cipher, and deliveries
+// enqueued through the outbox in a transaction.
+import { createHash, randomBytes } from 'node:crypto';
+import { type Transaction, sql } from 'kysely';
+import type { Database } from '../../src/db/database.ts';
+import type { DB } from '../../src/db/schema.ts';
+import type { Cipher } from '../../src/platform/secrets.ts';
+import type { Tokens } from '../../src/platform/tokens.ts';
+import { type NewDelivery, cancelPendingDeliveries, enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
+import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.ts';
+import { announceIntegrationChange } from '../../src/webhooks/targets.ts';
+
+let seq = 0;
+const unique = () => `${process.pid}-${Date.now().toString(36)}-${++seq}`;
+
+export interface Tenant {
+  platform: string;
+  userId: number;
+  orgId: number;
+  /** a bearer token of the platform account */
+  token: string;
+}
+
+export async function createTenant(db: Database, tokens: Tokens, platform = 'acme'): Promise<Tenant> {
+  const tag = unique();
+  const email = `platform-${tag}@example.com`;
+  const user = await db
+    .insertInto('users')
+    .values({ email, email_key: email, password_hash: null, platform_name: platform })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const orgToken = randomBytes(16).toString('hex');
+  const org = await db
+    .insertInto('organisations')
+    .values({
+      token: orgToken,
+      token_hash: createHash('sha256').update(orgToken).digest(),
+      domain: `shop-${tag}.example.com`,
+      domain_key: `shop-${tag}.example.com`,
+      wid: null,
+      referer: null,
+      created_by: user.id,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  await db.insertInto('organisation_members').values({ user_id: user.id, org_id: org.id, role: 'platform' }).execute();
+  return { platform, userId: user.id, orgId: org.id, token: await tokens.sign({ userId: user.id, platform }) };
+}
+
+export interface IntegrationInput {
+  endpoint: string;
+  authToken?: string | null;
+  httpTimeout?: number;
+  doEvents?: boolean;
+  doContacts?: boolean;
+  active?: boolean;
+}
+
+export interface TestIntegration {
+  id: number;
+  orgId: number;
+  signingSecret: string;
+}
+
+export async function createIntegration(db: Database, cipher: Cipher, orgId: number, input: IntegrationInput): Promise<TestIntegration> {
+  const signingSecret = `whsec_${randomBytes(32).toString('base64')}`;
+  const authToken = input.authToken ?? null;
+  const row = await db
+    .insertInto('integrations')
+    .values({
+      org_id: orgId,
+      type: 'WEBHOOK',
+      active: input.active ?? true,
+      endpoint: input.endpoint,
+      auth_token_enc: authToken ? cipher.encrypt(authToken) : null,
+      auth_token_hint: authToken ? `****${authToken.slice(-4)}` : null,
+      http_timeout: input.httpTimeout ?? 5,
+      do_events: input.doEvents ?? true,
+      do_contacts: input.doContacts ?? true,
+      signing_secret_enc: cipher.encrypt(signingSecret),
+      deleted_at: null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return { id: row.id, orgId, signingSecret };
+}
+
+/** Enqueues the bodies for the integration in one transaction; returns the new delivery ids in order. */
+export async function enqueue(
+  db: Database,
+  integration: TestIntegration,
+  bodies: { kind: NewDelivery['kind']; body: unknown }[],
+): Promise<number[]> {
+  return db.transaction().execute(async (tx) => {
+    const before = await maxDeliveryId(tx);
+    await enqueueDeliveries(
+      tx,
+      bodies.map((b) => ({ orgId: integration.orgId, integrationId: integration.id, kind: b.kind, body: JSON.stringify(b.body) })),
+    );
+    const rows = await tx
+      .selectFrom('deliveries')
+      .select('id')
+      .where('org_id', '=', integration.orgId)
+      .where('integration_id', '=', integration.id)
+      .where('id', '>', before)
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => r.id);
+  });
+}
+
+async function maxDeliveryId(tx: Transaction<DB>): Promise<number> {
+  const r = await sql<{ m: number | null }>`SELECT max(id)::bigint AS m FROM deliveries`.execute(tx);
+  return Number(r.rows[0]?.m ?? 0);
+}
+
+/** A contact-match body for the organisation. */
+export function matchedBody(orgId: number, contact = 'jane.doe@example.com') {
+  return contactMatchedPayload({
+    orgId,
+    contact,
+    type: 'EMAIL',
+    at: new Date(),
+    lastView: ['https://shop.example.com/products/linen-shirt'],
+    lastAddToCart: 'https://shop.example.com/products/linen-shirt',
+  });
+}
+
+/** What the platform does on PUT active=false: deactivate, cancel pending deliveries, tell the caches. */
+export async function deactivate(db: Database, integration: TestIntegration, opts: { delete?: boolean } = {}): Promise<number> {
+  return db.transaction().execute(async (tx) => {
+    await tx
+      .updateTable('integrations')
+      .set({ active: false, modified_at: sql<Date>`now()`, ...(opts.delete ? { deleted_at: sql<Date>`now()` } : {}) })
+      .where('org_id', '=', integration.orgId)
+      .where('id', '=', integration.id)
+      .execute();
+    const cancelled = await cancelPendingDeliveries(tx, integration.orgId, integration.id);
+    await announceIntegrationChange(tx, integration.orgId);
+    return cancelled;
+  });
+}
+
+export async function reactivate(db: Database, integration: TestIntegration): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    await tx
+      .updateTable('integrations')
+      .set({ active: true, modified_at: sql<Date>`now()` })
+      .where('org_id', '=', integration.orgId)
+      .where('id', '=', integration.id)
+      .execute();
+    await announceIntegrationChange(tx, integration.orgId);
+  });
+}
+
+/** Polls `check` until it returns a value (not undefined) or the time is up. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 40));
+  }
+}
