@@ -213,7 +213,21 @@ export interface paths {
         delete: operations["deleteIntegration"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change some fields of a webhook integration
+         * @description Changes only the fields sent; everything left out keeps its value,
+         *     including the stored `authToken` (which no read returns in clear, so a
+         *     caller that never saw it can still pause, resume or edit the
+         *     integration). Send `data.authToken: null` to remove the credential.
+         *     Use `updateIntegration` (PUT) to replace every field at once.
+         *
+         *     - The integration must belong to an organisation assigned to the
+         *       caller, else 404 (code 4040) like a missing one.
+         *     - At least one field must be sent (400, code 4000, otherwise).
+         *     - Setting `active: false` cancels the integration's pending deliveries.
+         *     - `signing_secret` and `created_at` do not change.
+         */
+        patch: operations["patchIntegration"];
         trace?: never;
     };
     "/v1/rest/{platform_name}/integration/{integration_id}/test": {
@@ -1642,6 +1656,25 @@ export interface components {
             /** @constant */
             type: "WEBHOOK";
             data: components["schemas"]["IntegrationData"];
+        };
+        /** @description The fields of an integration to change; a field left out keeps its value. */
+        PatchIntegrationRequest: {
+            /** @description New state. Setting `false` stops deliveries, including pending ones (they become `cancelled`). */
+            active?: boolean;
+            data?: components["schemas"]["IntegrationDataPatch"];
+        };
+        /** @description Delivery settings to change; a field left out keeps its value. */
+        IntegrationDataPatch: {
+            /** @description URL Trackway posts notifications to. Deliveries to loopback, private, link-local and cloud-metadata addresses are refused by default. */
+            endpoint?: components["schemas"]["HttpUrl"];
+            /** @description A new credential (visible ASCII characters, no spaces), or `null` to remove the stored one. Left out, the stored credential is kept. */
+            authToken?: string | null;
+            /** @description Seconds (1 to 30, as a string of digits) to wait for the endpoint's response. */
+            httpTimeout?: string;
+            /** @description Send event-stream exports (`medium` `event`, webhook `eventExported`). */
+            do_events?: boolean;
+            /** @description Send contact-match notifications (`medium` `matched`, webhook `contactMatched`). */
+            do_contacts?: boolean;
         };
         /** @description A webhook integration as stored. */
         Integration: {
@@ -3141,6 +3174,71 @@ export interface operations {
             400: components["responses"]["PlatformBadRequest"];
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
+    patchIntegration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Integration identifier.
+                 * @example 7
+                 */
+                integration_id: components["parameters"]["IntegrationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchIntegrationRequest"];
+            };
+        };
+        responses: {
+            /** @description Integration changed (code 2001). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 2001,
+                     *       "message": "OK",
+                     *       "integration": {
+                     *         "id": 7,
+                     *         "org_id": 42,
+                     *         "active": false,
+                     *         "type": "WEBHOOK",
+                     *         "data": {
+                     *           "endpoint": "https://hooks.shop.example.com/trackway",
+                     *           "authToken": "****9f3a",
+                     *           "httpTimeout": "10",
+                     *           "do_events": true,
+                     *           "do_contacts": true
+                     *         },
+                     *         "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *         "created_at": "2024-05-14T09:25:13.120Z",
+                     *         "modified_at": "2024-05-15T16:02:48.551Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntegrationResponse"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            401: components["responses"]["PlatformUnauthorized"];
+            404: components["responses"]["PlatformNotFound"];
+            413: components["responses"]["PlatformPayloadTooLarge"];
+            415: components["responses"]["PlatformUnsupportedMediaType"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { locateDatabase } from './db/connect.ts';
 import { createDb, migrate } from './db/database.ts';
 import { EmbeddedError } from './db/embedded.ts';
+import { GeoIpError } from './tracking/geo.ts';
 import { createLogger, type Logger } from './log.ts';
 import { AccountError, ensurePlatformAccount } from './platform/accounts.service.ts';
 import { dispatch, serve } from './server.ts';
@@ -141,7 +142,7 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`trackway: ${(err as Error).message}\n\n${HELP}`);
     process.exit(2);
   }
-  if (err instanceof ConfigError || err instanceof AccountError || err instanceof EmbeddedError) {
+  if (err instanceof ConfigError || err instanceof AccountError || err instanceof EmbeddedError || err instanceof GeoIpError) {
     process.stderr.write(`trackway: ${err.message}\n`);
     process.exit(2);
   }

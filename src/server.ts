@@ -17,6 +17,7 @@ import { Tokens } from './platform/tokens.ts';
 import { createTargetCache } from './webhooks/targets.ts';
 import { startWebhookRuntime, type WebhookRuntime } from './webhooks/runtime.ts';
 import { createOrganisationDirectory } from './platform/organisation-directory.ts';
+import { loadGeoLocator } from './tracking/geo.ts';
 import { createIngestor } from './tracking/ingest.ts';
 
 export interface ServeOptions {
@@ -36,7 +37,7 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const cipher = loadCipher(config.secretKey, config.dataDir);
   const targets = createTargetCache(db);
   const organisations = createOrganisationDirectory(db);
-  const geo = { locate: () => null };
+  const geo = loadGeoLocator(config.geoipDb, log);
   const deps: Deps = { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest: undefined as never };
   deps.ingest = createIngestor(deps);
   return deps;

@@ -9,6 +9,8 @@ import { visitorHandlers } from '../identity/visitors.handlers.ts';
 import { platformHandlers } from '../platform/handlers.ts';
 import { deliveriesHandlers } from '../webhooks/deliveries.handlers.ts';
 import { trackerHandlers } from '../tracking/tracker.handlers.ts';
+import { statsHandlers } from '../tracking/stats.handlers.ts';
+import { analyticsHandlers } from '../analytics/handlers.ts';
 import type { HandlerFor, HandlerMap, OperationId } from './types.ts';
 
 /** An operation whose issue has not landed: 501 in its area's error body. */
@@ -27,9 +29,7 @@ export function handlers(deps: Deps): HandlerMap {
     ...platformHandlers(deps),
     ...deliveriesHandlers(deps),
     ...trackerHandlers(deps),
-    getOrganisationStats: pending('getOrganisationStats'),
-    listLearnEvents: pending('listLearnEvents'),
-    submitLearningEvent: pending('submitLearningEvent'),
-    registerAnalyticsUser: pending('registerAnalyticsUser'),
+    ...analyticsHandlers(deps),
+    ...statsHandlers(deps),
   };
 }

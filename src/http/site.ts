@@ -9,6 +9,7 @@ import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { contractJson, contractYaml } from './contract.ts';
 import { webhookDocsHtml } from '../webhooks/docs-page.ts';
+import { dashboardRoutes } from '../dashboard/routes.ts';
 
 const require = createRequire(import.meta.url);
 const SWAGGER_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -81,5 +82,6 @@ export function siteRouter(deps: Deps): Router {
   router.get('/metrics', async (ctx) => {
     send(ctx, deps.metrics.registry.contentType, await deps.metrics.registry.metrics());
   });
+  dashboardRoutes(router, deps);
   return router;
 }

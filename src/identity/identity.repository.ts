@@ -34,14 +34,25 @@ export interface TouchedVisitor {
  */
 export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<TouchedVisitor[]> {
   if (rows.length === 0) return [];
-  const values = sql.join(
-    rows.map(
-      (r) =>
-        sql`(${r.orgId}::bigint, ${r.coreId}::text, ${r.roamingId}::text, ${r.corexId}::text, ${r.firstSeen}::timestamptz, ${r.lastSeen}::timestamptz, ${r.userAgent}::text, ${r.location === null ? null : JSON.stringify(r.location)}::jsonb)`,
-    ),
+  // all rows travel as one jsonb parameter: one statement text whatever the batch size
+  const data = JSON.stringify(
+    rows.map((r) => ({
+      org_id: r.orgId,
+      core_id: r.coreId,
+      roaming_id: r.roamingId,
+      corex_id: r.corexId,
+      first_seen: r.firstSeen,
+      last_seen: r.lastSeen,
+      user_agent: r.userAgent,
+      location: r.location,
+    })),
   );
   const { rows: out } = await sql<TouchedVisitor>`
-    WITH incoming (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location) AS (VALUES ${values}),
+    WITH incoming AS (
+      SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
+        org_id bigint, core_id text, roaming_id text, corex_id text,
+        first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb)
+    ),
     before AS (
       SELECT v.org_id, v.core_id, v.corex_id
       FROM visitors v JOIN incoming i ON i.org_id = v.org_id AND i.core_id = v.core_id
@@ -161,36 +172,56 @@ export async function mergePersons(tx: Tx, orgId: number, keep: number, gone: nu
     .execute();
 }
 
-export async function pushProductView(tx: Tx, orgId: number, person: number, url: string, at: Date): Promise<void> {
+export interface ProfileChange {
+  orgId: number;
+  person: number;
+  /** views recorded by this batch, most recent first, distinct, at most 3 */
+  views: RecentView[];
+  cart: { productId: number; cartUrl: string; at: Date } | null;
+}
+
+/** Applies a batch's profile changes, one row per person (callers dedupe). */
+export async function upsertProfiles(tx: Tx, changes: ProfileChange[]): Promise<void> {
+  if (changes.length === 0) return;
+  const data = JSON.stringify(
+    changes.map((c) => ({
+      org_id: c.orgId,
+      id: c.person,
+      last_view: c.views,
+      last_cart_product_id: c.cart?.productId ?? null,
+      last_cart_url: c.cart?.cartUrl ?? null,
+      last_cart_at: c.cart?.at ?? null,
+    })),
+  );
   await sql`
-    INSERT INTO persons (org_id, id, last_view) VALUES (${orgId}, ${person}, trackway_push_view(NULL, ${url}, ${at}))
-    ON CONFLICT (org_id, id) DO UPDATE SET last_view = trackway_push_view(persons.last_view, ${url}, ${at})
+    INSERT INTO persons AS p (org_id, id, last_view, last_cart_product_id, last_cart_url, last_cart_at)
+    SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
+      org_id bigint, id bigint, last_view jsonb, last_cart_product_id bigint, last_cart_url text, last_cart_at timestamptz)
+    ON CONFLICT (org_id, id) DO UPDATE SET
+      last_view = trackway_prepend_views(EXCLUDED.last_view, p.last_view),
+      last_cart_product_id = CASE WHEN EXCLUDED.last_cart_at IS NULL THEN p.last_cart_product_id ELSE EXCLUDED.last_cart_product_id END,
+      last_cart_url = CASE WHEN EXCLUDED.last_cart_at IS NULL THEN p.last_cart_url ELSE EXCLUDED.last_cart_url END,
+      last_cart_at = COALESCE(EXCLUDED.last_cart_at, p.last_cart_at)
   `.execute(tx);
 }
 
-export async function setLastCart(tx: Tx, orgId: number, person: number, productId: number, cartUrl: string, at: Date) {
-  await tx
-    .insertInto('persons')
-    .values({ org_id: orgId, id: person, last_cart_product_id: productId, last_cart_url: cartUrl, last_cart_at: at })
-    .onConflict((oc) =>
-      oc.columns(['org_id', 'id']).doUpdateSet({ last_cart_product_id: productId, last_cart_url: cartUrl, last_cart_at: at }),
-    )
-    .execute();
+export interface ProductSighting {
+  orgId: number;
+  productId: number;
+  url: string;
+  at: Date;
 }
 
-/** Remembers the latest URL seen for each product (productview, checkout and buy items). */
-export async function rememberProductUrls(tx: Tx, orgId: number, urls: Map<number, string>, at: Date): Promise<void> {
-  if (urls.size === 0) return;
-  await tx
-    .insertInto('products')
-    .values([...urls].map(([product_id, url]) => ({ org_id: orgId, product_id, url, seen_at: at })))
-    .onConflict((oc) =>
-      oc
-        .columns(['org_id', 'product_id'])
-        .doUpdateSet({ url: sql`EXCLUDED.url`, seen_at: sql`EXCLUDED.seen_at` })
-        .where('products.seen_at', '<=', sql<Date>`EXCLUDED.seen_at`),
-    )
-    .execute();
+/** Remembers the latest URL seen for each product (one row per product; callers dedupe). */
+export async function rememberProductUrls(tx: Tx, rows: ProductSighting[]): Promise<void> {
+  if (rows.length === 0) return;
+  const data = JSON.stringify(rows.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: r.at })));
+  await sql`
+    INSERT INTO products AS p (org_id, product_id, url, seen_at)
+    SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(org_id bigint, product_id bigint, url text, seen_at timestamptz)
+    ON CONFLICT (org_id, product_id) DO UPDATE SET url = EXCLUDED.url, seen_at = EXCLUDED.seen_at
+    WHERE p.seen_at <= EXCLUDED.seen_at
+  `.execute(tx);
 }
 
 export async function productUrl(tx: Tx, orgId: number, productId: number): Promise<string | undefined> {

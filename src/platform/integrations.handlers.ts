@@ -8,6 +8,7 @@ import {
   deleteIntegration,
   getIntegration,
   listIntegrations,
+  patchIntegration,
   updateIntegration,
 } from './integrations.service.ts';
 import { principalOf } from './principal.ts';
@@ -19,6 +20,7 @@ type Ops =
   | 'updateIntegrationUnscoped'
   | 'listIntegrations'
   | 'getIntegration'
+  | 'patchIntegration'
   | 'deleteIntegration';
 
 export function integrationsHandlers(deps: Deps): HandlerMap<Ops> {
@@ -47,6 +49,10 @@ export function integrationsHandlers(deps: Deps): HandlerMap<Ops> {
     getIntegration: async (c) => {
       const body = await getIntegration(deps, principalOf(c), c.request.params.integration_id);
       return { status: 200, body };
+    },
+    patchIntegration: async (c) => {
+      const integration = await patchIntegration(deps, principalOf(c), c.request.params.integration_id, c.request.requestBody);
+      return { status: 200, body: { code: 2001, message: 'OK', integration } };
     },
     deleteIntegration: async (c) => {
       await deleteIntegration(deps, principalOf(c), c.request.params.integration_id);

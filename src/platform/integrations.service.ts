@@ -55,18 +55,23 @@ function invalid(path: string, message: string) {
   return platformError(400, 4000, `Invalid request: ${path} ${message}`, [{ path, message }]);
 }
 
-/** The stored form of the fields a create or a replace sends (interface 3: every field is replaced). */
-function toFields(cipher: Cipher, body: Schemas['CreateIntegrationRequest']): IntegrationFields {
-  const { data } = body;
+/** Throws 400 unless `endpoint` is an absolute http(s) URL. */
+function checkEndpoint(endpoint: string): void {
   let url: URL | undefined;
   try {
-    url = new URL(data.endpoint);
+    url = new URL(endpoint);
   } catch {
     url = undefined;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
     throw invalid('body.data.endpoint', 'must be an absolute http or https URL');
   }
+}
+
+/** The stored form of the fields a create or a replace sends (interface 3: every field is replaced). */
+function toFields(cipher: Cipher, body: Schemas['CreateIntegrationRequest']): IntegrationFields {
+  const { data } = body;
+  checkEndpoint(data.endpoint);
   const token = data.authToken;
   return {
     type: body.type,
@@ -144,6 +149,45 @@ export async function updateIntegration(
     return updated;
   });
   deps.targets.invalidate(orgId);
+  return integrationView(deps.cipher, row);
+}
+
+/** The stored fields of `row` with the changes of a PATCH applied; left-out fields (and the credential) are kept. */
+function patchedFields(cipher: Cipher, row: IntegrationRow, patch: Schemas['PatchIntegrationRequest']): IntegrationFields {
+  const data = patch.data ?? {};
+  if (data.endpoint !== undefined) checkEndpoint(data.endpoint);
+  const token = data.authToken;
+  return {
+    type: row.type,
+    active: patch.active ?? row.active,
+    endpoint: data.endpoint ?? row.endpoint,
+    authTokenEnc: token === undefined ? row.auth_token_enc : token === null ? null : cipher.encrypt(token),
+    authTokenHint: token === undefined ? row.auth_token_hint : token === null ? null : maskToken(token),
+    httpTimeout: data.httpTimeout === undefined ? row.http_timeout : Number(data.httpTimeout),
+    doEvents: data.do_events ?? row.do_events,
+    doContacts: data.do_contacts ?? row.do_contacts,
+  };
+}
+
+/** PATCH: changes the fields sent of an integration of an organisation assigned to the caller. */
+export async function patchIntegration(
+  deps: IntegrationDeps,
+  principal: Principal,
+  rawId: unknown,
+  patch: Schemas['PatchIntegrationRequest'],
+): Promise<Integration> {
+  const id = asId(rawId);
+  if (id === undefined) throw notFound();
+  const row = await deps.db.transaction().execute(async (tx) => {
+    const existing = await findMemberIntegration(tx, principal.userId, id, { lock: true });
+    if (!existing) throw notFound();
+    const updated = await replaceIntegration(tx, existing.org_id, id, patchedFields(deps.cipher, existing, patch));
+    if (!updated) throw notFound();
+    if (!updated.active) await cancelPendingDeliveries(tx, existing.org_id, id);
+    await announceIntegrationChange(tx, existing.org_id);
+    return updated;
+  });
+  deps.targets.invalidate(row.org_id);
   return integrationView(deps.cipher, row);
 }
 

@@ -115,3 +115,12 @@ export function listMemberOrganisations(
   if (opts.beforeId !== undefined) query = query.where('organisations.id', '<', opts.beforeId);
   return query.orderBy('organisations.id', 'desc').limit(opts.limit).execute();
 }
+
+/** The organisation holding a token, by the unique sha256 of the token (organisationTokenHash). */
+export function findOrganisationByTokenHash(db: Db, tokenHash: Buffer) {
+  return db
+    .selectFrom('organisations')
+    .select(['id', 'token_hash', 'is_active'])
+    .where('token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}

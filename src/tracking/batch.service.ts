@@ -3,7 +3,7 @@
 // arrival order: recent-activity profile, contacts and links for identifies,
 // and the webhook deliveries it causes (the transactional outbox).
 import type { Transaction } from 'kysely';
-import type { DB } from '../db/schema.ts';
+import type { DB, RecentView } from '../db/schema.ts';
 import type { Deps } from '../deps.ts';
 import {
   contactsOfPerson,
@@ -11,11 +11,12 @@ import {
   lockPersons,
   mergePersons,
   personProfile,
+  type ProductSighting,
+  type ProfileChange,
   personsSharingCorex,
-  pushProductView,
   rememberProductUrls,
-  setLastCart,
   setVisitorName,
+  upsertProfiles,
   upsertContact,
   upsertVisitors,
   type VisitorTouch,
@@ -70,6 +71,9 @@ class BatchState {
   /** contacts per person, read at most once per batch (dropped when they change) */
   private readonly contactCache = new Map<number, { type: 'EMAIL' | 'PHONE'; value: string }[]>();
   readonly deliveries: NewDelivery[] = [];
+  /** profile writes not yet sent: one entry per person, views most recent first */
+  private readonly profiles = new Map<string, ProfileChange>();
+  private readonly products = new Map<string, ProductSighting>();
 
   constructor(
     readonly deps: Deps,
@@ -86,12 +90,46 @@ class BatchState {
     return this.find(this.personOf.get(key(orgId, coreId))!);
   }
 
+  private profile(orgId: number, person: number): ProfileChange {
+    const k = key(orgId, String(person));
+    let p = this.profiles.get(k);
+    if (!p) this.profiles.set(k, (p = { orgId, person, views: [], cart: null }));
+    return p;
+  }
+
+  recordView(orgId: number, person: number, url: string, at: Date): void {
+    const p = this.profile(orgId, person);
+    const view: RecentView = { url, at: at.toISOString() };
+    p.views = [view, ...p.views.filter((v) => v.url !== url)].slice(0, 3);
+  }
+
+  recordCart(orgId: number, person: number, productId: number, cartUrl: string, at: Date): void {
+    this.profile(orgId, person).cart = { productId, cartUrl, at };
+  }
+
+  recordProductUrl(orgId: number, productId: number, url: string, at: Date): void {
+    this.products.set(key(orgId, String(productId)), { orgId, productId, url, at });
+  }
+
+  /** Sends the accumulated profile writes (before anything reads or merges profiles). */
+  async flushProfiles(): Promise<void> {
+    if (this.products.size > 0) {
+      await rememberProductUrls(this.tx, [...this.products.values()]);
+      this.products.clear();
+    }
+    if (this.profiles.size > 0) {
+      await upsertProfiles(this.tx, [...this.profiles.values()]);
+      this.profiles.clear();
+    }
+  }
+
   /** Makes two persons one (the older id stays). */
   async merge(orgId: number, a: number, b: number): Promise<number> {
     const x = this.find(a);
     const y = this.find(b);
     if (x === y) return x;
     const [keep, gone] = x < y ? [x, y] : [y, x];
+    await this.flushProfiles();
     const rows = await lockPersons(this.tx, orgId, [keep, gone]);
     const merged = mergeProfiles(
       rows.find((r) => r.id === keep),
@@ -119,21 +157,18 @@ class BatchState {
 }
 
 async function applyEvent(s: BatchState, it: EventItem, targets: Target[]): Promise<void> {
-  const { tx } = s;
   const person = s.personOfVisitor(it.orgId, it.coreId);
   const body = it.body;
   if (it.name === 'productview') {
     const url = body.product_url as string;
-    await rememberProductUrls(tx, it.orgId, new Map([[body.product_id as number, url]]), it.receivedAt);
-    await pushProductView(tx, it.orgId, person, url, it.receivedAt);
+    s.recordProductUrl(it.orgId, body.product_id as number, url, it.receivedAt);
+    s.recordView(it.orgId, person, url, it.receivedAt);
   } else if (it.name === 'updatecart') {
-    await setLastCart(tx, it.orgId, person, body.product_id as number, body.cart_url as string, it.receivedAt);
+    s.recordCart(it.orgId, person, body.product_id as number, body.cart_url as string, it.receivedAt);
   } else if (it.name === 'checkout' || it.name === 'buy') {
-    const urls = new Map<number, string>();
     for (const item of (body.items as { product_id: number; product_url?: string }[] | undefined) ?? []) {
-      if (item.product_url) urls.set(item.product_id, item.product_url);
+      if (item.product_url) s.recordProductUrl(it.orgId, item.product_id, item.product_url, it.receivedAt);
     }
-    await rememberProductUrls(tx, it.orgId, urls, it.receivedAt);
   }
   const exportTo = targets.filter((t) => t.doEvents);
   if (exportTo.length === 0) return;
@@ -159,6 +194,7 @@ async function applyIdentify(s: BatchState, it: IdentifyItem, targets: Target[])
   if (name) await setVisitorName(tx, it.orgId, it.coreId, name);
   const notify = targets.filter((t) => t.doContacts);
   if (linked.length === 0 || notify.length === 0) return;
+  await s.flushProfiles(); // the notification carries the activity recorded so far
   const recent = await recentActivity(tx, it.orgId, await personProfile(tx, it.orgId, person));
   for (const c of linked) {
     const payload = JSON.stringify(
@@ -200,7 +236,7 @@ export async function processBatch(deps: Deps, tx: Tx, items: IngestItem[]): Pro
         coreId: it.coreId,
         roamingId: it.roamingId,
         corexId: it.corexId,
-        body: JSON.stringify(it.body),
+        body: it.body,
       })),
   );
 
@@ -211,5 +247,6 @@ export async function processBatch(deps: Deps, tx: Tx, items: IngestItem[]): Pro
     if (it.kind === 'event') await applyEvent(s, it, targets);
     else await applyIdentify(s, it, targets);
   }
+  await s.flushProfiles();
   await enqueueDeliveries(tx, s.deliveries);
 }

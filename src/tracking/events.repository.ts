@@ -11,25 +11,28 @@ export interface NewEvent {
   coreId: string;
   roamingId: string;
   corexId: string | null;
-  body: string;
+  body: Record<string, unknown>;
 }
 
 export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promise<void> {
   if (rows.length === 0) return;
-  await tx
-    .insertInto('events')
-    .values(
-      rows.map((r) => ({
-        org_id: r.orgId,
-        received_at: r.receivedAt,
-        name: r.name,
-        core_id: r.coreId,
-        roaming_id: r.roamingId,
-        corex_id: r.corexId,
-        body: r.body,
-      })),
-    )
-    .execute();
+  // one jsonb parameter for the whole batch: the bodies are serialised once, here
+  const data = JSON.stringify(
+    rows.map((r) => ({
+      org_id: r.orgId,
+      received_at: r.receivedAt,
+      name: r.name,
+      core_id: r.coreId,
+      roaming_id: r.roamingId,
+      corex_id: r.corexId,
+      body: r.body,
+    })),
+  );
+  await sql`
+    INSERT INTO events (org_id, received_at, name, core_id, roaming_id, corex_id, body)
+    SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
+      org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb)
+  `.execute(tx);
 }
 
 /** Creates the monthly partitions for this month and `ahead` months after it. */

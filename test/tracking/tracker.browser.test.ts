@@ -18,6 +18,19 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 
+/** Retries an assertion until it passes or 10 s have gone by. */
+async function eventually<T>(check: () => Promise<T>): Promise<T> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await check();
+    } catch (e) {
+      if (Date.now() > until) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 interface Shop {
   url: string;
   close(): Promise<void>;
@@ -240,7 +253,7 @@ describe('browser tracker in Chromium', function () {
     await srv?.stop();
   });
 
-  // read API, for the end-to-end checks
+  // read API, for the end-to-end checks (beacons land asynchronously: poll)
   const readVisitor = (core: string) =>
     srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
   const readEvents = (query = '') =>
@@ -308,8 +321,23 @@ describe('browser tracker in Chromium', function () {
 
     expect(rec.pageErrors).to.deep.equal([]);
     await screenshot(page, 'tracker-product-page');
-    // end-to-end (once ingest lands): readVisitor(view.core) has the EMAIL contact,
-    // readEvents(`?core_id=${view.core}`) lists view, productview and updatecart
+
+    // end to end: what the browser sent is stored, stitched and readable
+    const stored = await eventually(async () => {
+      const r = await readEvents(`?core_id=${view.core}`);
+      expect(r.body.items.map((e: { name: string }) => e.name).sort()).to.deep.equal(['productview', 'updatecart', 'view']);
+      return r.body.items as { name: string; body: unknown; roaming_id: string }[];
+    });
+    expect(stored.find((e) => e.name === 'updatecart')!.body).to.deep.equal(updatecart);
+    expect(stored.every((e) => e.roaming_id === view.roaming)).to.equal(true);
+    const visitor = await eventually(async () => {
+      const r = await readVisitor(view.core);
+      expect(r.body.contacts).to.deep.equal([{ type: 'EMAIL', value: 'jane.doe@example.com' }]);
+      return r.body;
+    });
+    expect(visitor.name).to.equal('Jane Doe ✓');
+    expect(visitor.recent).to.deep.equal({ last_view: [productUrl], last_addtocart: productUrl });
+    expect(visitor.user_agent).to.match(/Chrome/);
   });
 
   it('replays calls queued before the script loaded, setCorexId first so the view carries it', async () => {

@@ -182,6 +182,29 @@ describe('webhook delivery', function () {
     expect(r.requests).to.have.length(1);
   });
 
+  it('does not follow redirects: a 3xx fails at once', async () => {
+    const target = await receiver();
+    const r = await receiver(() => ({ status: 302, headers: { Location: target.url } }));
+    const hook = await integration(r);
+    const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'matched', body: matchedBody(tenant.orgId) }]);
+    const d = await settled(id!, 'failed', 1);
+    expect(d.attempts_count).to.equal(1);
+    expect(d.attempts[0].status_code).to.equal(302);
+    expect(target.requests).to.have.length(0);
+  });
+
+  it('retries network errors on the schedule, then dead-letters', async () => {
+    // nothing listens on port 1
+    const hook = await createIntegration(srv.deps.db, srv.deps.cipher, tenant.orgId, { endpoint: 'http://127.0.0.1:1/hook' });
+    const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'matched', body: matchedBody(tenant.orgId) }]);
+    const d = await settled(id!, 'failed', 3);
+    expect(d.attempts_count).to.equal(3);
+    for (const a of d.attempts) {
+      expect(a.status_code).to.equal(null);
+      expect(a.error).to.match(/ECONNREFUSED/);
+    }
+  });
+
   it('honours Retry-After on a 429 (not sooner, even with a shorter schedule)', async () => {
     const r = await receiver((_req, i) => (i === 0 ? { status: 429, headers: { 'Retry-After': '1' } } : { status: 204 }));
     const hook = await integration(r);
@@ -279,6 +302,34 @@ describe('webhook delivery', function () {
     expect(r.requests[1]!.headers['webhook-id']).to.equal(delivered.webhook_id);
     expect((await delivery(parked!)).status).to.equal('cancelled');
     expect((await delivery(late!)).status).to.equal('cancelled');
+  });
+
+  it('works with integrations made through the platform API; its PUT active=false and DELETE cancel pending deliveries', async () => {
+    const r = await receiver(() => ({ status: 503, headers: { 'Retry-After': '30' } }));
+    const base = `/v1/rest/${tenant.platform}/integration`;
+    const data = { endpoint: r.url, httpTimeout: '5', do_events: true, do_contacts: true };
+    const created = await srv.api.post(base, { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { ...data, authToken: 'tok_api_5678' } }, { token: tenant.token });
+    expect(created.status).to.equal(201);
+    const hook: TestIntegration = { id: created.body.integration.id, orgId: tenant.orgId, signingSecret: created.body.integration.signing_secret };
+
+    const [first] = await enqueue(srv.deps.db, hook, [{ kind: 'matched', body: matchedBody(tenant.orgId) }]);
+    const [req] = await r.waitFor(1);
+    expect(new Webhook(hook.signingSecret).verify(req!.body, req!.headers as Record<string, string>)).to.deep.equal(matchedBody(tenant.orgId));
+    expect(req!.headers.authorization).to.equal('Bearer tok_api_5678');
+    await settled(first!, 'pending', 1);
+    const paused = await srv.api.put(base, { id: hook.id, org_id: tenant.orgId, active: false, type: 'WEBHOOK', data }, { token: tenant.token });
+    expect(paused.status).to.equal(200);
+    expect((await delivery(first!)).status).to.equal('cancelled');
+
+    const resumed = await srv.api.put(base, { id: hook.id, org_id: tenant.orgId, active: true, type: 'WEBHOOK', data }, { token: tenant.token });
+    expect(resumed.status).to.equal(200);
+    const [second] = await enqueue(srv.deps.db, hook, [{ kind: 'matched', body: matchedBody(tenant.orgId, 'second@example.com') }]);
+    await settled(second!, 'pending', 1);
+    const deleted = await srv.api.delete(`${base}/${hook.id}`, { token: tenant.token });
+    expect(deleted.status).to.equal(204);
+    expect((await delivery(second!)).status).to.equal('cancelled');
+    expect((await delivery(first!)).status).to.equal('cancelled');
+    expect(r.requests).to.have.length(2);
   });
 
   it('deleting an integration cancels its pending deliveries, which can then not be retried', async () => {

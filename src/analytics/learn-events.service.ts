@@ -1,0 +1,112 @@
+// Learning events (interface 4.7): the organisation comes from its token,
+// defaults are applied, and the event is stored with the time received.
+// Platform users list them per organisation (newest first, cursor-paginated).
+import { timingSafeEqual } from 'node:crypto';
+import type { Deps } from '../deps.ts';
+import { analyticsFailure } from '../http/errors.ts';
+import { cursorNumber, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
+import type { Principal, Schemas } from '../http/types.ts';
+import { requireOrganisation } from '../platform/access.ts';
+import { findOrganisationByTokenHash } from '../platform/organisations.repository.ts';
+import { organisationTokenHash } from '../platform/registration.service.ts';
+import { invalidInput, requireStorableJson, requireStorableText } from './input.ts';
+import { insertLearnEvent, listLearnEvents as listRows } from './learn-events.repository.ts';
+
+export const DEFAULT_EVENT_CATEGORY = 'EXTERNAL';
+export const DEFAULT_LANG = 'en';
+
+export function unknownOrgToken() {
+  return analyticsFailure(400, 5104, 'Invalid org_token: please provide the correct organisation token');
+}
+
+/**
+ * The id of the active organisation holding `token`, or undefined. The lookup
+ * is by the indexed sha256 of the token; the stored hash is then compared
+ * with the computed one in constant time.
+ */
+export async function resolveOrgToken(db: Deps['db'], token: string): Promise<number | undefined> {
+  const hash = organisationTokenHash(token);
+  const org = await findOrganisationByTokenHash(db, hash);
+  if (!org || org.token_hash.length !== hash.length) return undefined;
+  if (!timingSafeEqual(org.token_hash, hash)) return undefined;
+  return org.is_active ? org.id : undefined;
+}
+
+/** An absolute URL (scheme and all), as `new URL` reads it. */
+function isAbsoluteUrl(u: string): boolean {
+  try {
+    new URL(u);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The request body; the generated type marks defaulted fields as always present, but clients may omit them. */
+export type LearnEventInput = Omit<Schemas['LearnEventRequest'], 'eventCategory' | 'lang'> & {
+  eventCategory?: string;
+  lang?: string;
+};
+
+/** Validates what the contract cannot, resolves the organisation, stores the event. */
+export async function submitLearningEvent(deps: Pick<Deps, 'db'>, body: LearnEventInput): Promise<void> {
+  requireStorableText(body.eventName, 'body.eventName');
+  requireStorableJson(body.eventVal, 'body.eventVal');
+  const eventVal = body.eventVal as unknown;
+  if (typeof eventVal !== 'string' && (typeof eventVal !== 'object' || eventVal === null || Array.isArray(eventVal))) {
+    throw invalidInput('body.eventVal', 'must be a string or an object');
+  }
+  const eventCategory = body.eventCategory ?? DEFAULT_EVENT_CATEGORY;
+  requireStorableText(eventCategory, 'body.eventCategory');
+  const lang = body.lang ?? DEFAULT_LANG;
+  requireStorableText(lang, 'body.lang');
+  const u = body.u ?? null;
+  if (u !== null) {
+    requireStorableText(u, 'body.u');
+    if (!isAbsoluteUrl(u)) throw invalidInput('body.u', 'must be an absolute URL');
+  }
+
+  const orgId = await resolveOrgToken(deps.db, body.org_token);
+  if (orgId === undefined) throw unknownOrgToken();
+  await insertLearnEvent(deps.db, {
+    orgId,
+    eventName: body.eventName,
+    eventVal: eventVal as string | Record<string, unknown>,
+    eventCategory,
+    u,
+    lang,
+  });
+}
+
+export interface ListQuery {
+  cursor?: string;
+  limit?: number;
+}
+
+/** One page of an organisation assigned to the caller, newest first. */
+export async function listLearnEvents(
+  deps: Pick<Deps, 'db'>,
+  principal: Principal,
+  orgId: number,
+  query: ListQuery,
+): Promise<Schemas['LearnEventList']> {
+  await requireOrganisation(deps.db, principal, orgId);
+  const limit = pageLimit(query.limit);
+  const filters = { org_id: orgId };
+  const pos = decodeCursor(query.cursor, filters);
+  const beforeId = pos ? cursorNumber(pos, 'id') : undefined;
+  const rows = await listRows(deps.db, orgId, { beforeId, limit });
+  const page = toPage(rows, limit, (last) => ({ id: last.id }), filters);
+  return {
+    items: page.rows.map((e) => ({
+      id: e.id,
+      event_name: e.event_name,
+      event_val: e.event_val,
+      event_category: e.event_category,
+      u: e.u,
+      lang: e.lang,
+      received_at: e.received_at.toISOString(),
+    })),
+    next_cursor: page.next_cursor,
+  };
+}

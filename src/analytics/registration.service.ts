@@ -1,0 +1,96 @@
+// Self-service registration on the analytics host (interface 4.8): a user
+// (password hashed with scrypt) and an organisation named `entity`, created in
+// one transaction by the same rule set as the platform API's registration, so
+// both share one email space and one domain space.
+//
+// Checks, in order (after the contract has validated the body): registration
+// disabled → 403; rate limit per client IP → 429 (every attempt that gets
+// this far counts, so the token and the "already registered" answers cannot
+// be probed faster than the limit); token → 401; then the registration.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Deps } from '../deps.ts';
+import { analyticsError } from '../http/errors.ts';
+import { createRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
+import type { Schemas } from '../http/types.ts';
+import { hashPassword } from '../platform/passwords.ts';
+import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from '../platform/registration.service.ts';
+import { invalidInput, requireStorableText } from './input.ts';
+
+export interface RegistrationDeps {
+  db: Deps['db'];
+  organisations: Deps['organisations'];
+  /** sha256 of the configured registration token; undefined = registration disabled */
+  tokenHash: Buffer | undefined;
+  /** per client IP; undefined = no limit */
+  limiter: RateLimiter | undefined;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/** What registration needs, built once per app from the configuration. */
+export function registrationDeps(deps: Pick<Deps, 'db' | 'organisations' | 'config'>): RegistrationDeps {
+  const { registrationToken, registrationRateLimit } = deps.config;
+  return {
+    db: deps.db,
+    organisations: deps.organisations,
+    tokenHash: registrationToken === undefined ? undefined : sha256(registrationToken),
+    limiter: registrationRateLimit ? createRateLimiter(registrationRateLimit) : undefined,
+  };
+}
+
+export interface RegistrationRequest {
+  /** the `token` query parameter as received */
+  token: unknown;
+  /** the client IP (Koa's ctx.ip, which honours TRUST_PROXY) */
+  ip: string;
+  body: Schemas['AnalyticsRegisterRequest'];
+}
+
+/** Creates the user and the organisation, or throws the analytics host's error. */
+export async function registerAnalyticsUser(reg: RegistrationDeps, req: RegistrationRequest): Promise<void> {
+  if (!reg.tokenHash) throw analyticsError(403, 'Registration is disabled.');
+
+  if (reg.limiter) {
+    const decision = reg.limiter.hit(req.ip);
+    if (!decision.allowed) {
+      const err = analyticsError(429, 'Too many registrations. Try again later.');
+      err.headers['Retry-After'] = String(decision.retryAfterSeconds);
+      throw err;
+    }
+  }
+
+  // hash both sides so the comparison takes the same time whatever the lengths
+  const given = typeof req.token === 'string' ? req.token : '';
+  if (!timingSafeEqual(sha256(given), reg.tokenHash)) {
+    throw analyticsError(401, 'Invalid or missing registration token.');
+  }
+
+  const { body } = req;
+  const email = body.email.trim();
+  requireStorableText(email, 'body.email');
+  requireStorableText(body.first_name, 'body.first_name');
+  requireStorableText(body.domain, 'body.domain');
+  requireStorableText(body.entity, 'body.entity');
+
+  // scrypt before the transaction, so no connection waits on it
+  const passwordHash = await hashPassword(body.password);
+  try {
+    const created = await reg.db.transaction().execute((tx) =>
+      createUserWithOrganisation(tx, {
+        email,
+        name: body.first_name,
+        phone: '',
+        domain: body.domain,
+        organisationName: body.entity,
+        passwordHash,
+      }),
+    );
+    // the tracker may have asked for this id before it existed (a cached "unknown")
+    reg.organisations.invalidate(created.organisation.id);
+  } catch (err) {
+    if (err instanceof EmailTaken) throw analyticsError(400, `${email} already registered! Please sign in to continue.`);
+    if (err instanceof DomainTaken) throw analyticsError(400, 'Org already exists');
+    if (err instanceof InvalidDomain) throw invalidInput('body.domain', 'is not a domain');
+    throw err;
+  }
+}

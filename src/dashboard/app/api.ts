@@ -1,0 +1,89 @@
+// The dashboard's only way to the server: a typed client of the public API,
+// made from the contract's generated types with openapi-fetch. The session
+// (platform, bearer token) lives in sessionStorage, so it is gone with the tab.
+import createClient from 'openapi-fetch';
+import type { components, paths } from '../../../generated/openapi.ts';
+
+export type Schemas = components['schemas'];
+
+export interface Session {
+  platform: string;
+  email: string;
+  token: string;
+}
+
+const KEY = 'trackway.session';
+
+export function loadSession(): Session | null {
+  try {
+    const s = JSON.parse(sessionStorage.getItem(KEY) ?? 'null') as Session | null;
+    return s && typeof s.token === 'string' && typeof s.platform === 'string' ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+export function saveSession(s: Session): void {
+  sessionStorage.setItem(KEY, JSON.stringify(s));
+}
+
+export function clearSession(): void {
+  sessionStorage.removeItem(KEY);
+}
+
+export const api = createClient<paths>({ baseUrl: location.origin });
+
+let expired: (() => void) | undefined;
+
+/** Called when the API rejects the token (expired, or signed with an old key): back to sign-in. */
+export function onSessionExpired(fn: () => void): void {
+  expired = fn;
+}
+
+const isLogin = (schemaPath: string) => schemaPath.endsWith('/users/login');
+
+api.use({
+  onRequest({ request, schemaPath }) {
+    const s = loadSession();
+    if (s && !isLogin(schemaPath)) request.headers.set('Authorization', `Bearer ${s.token}`);
+    return request;
+  },
+  onResponse({ response, schemaPath }) {
+    if (response.status === 401 && !isLogin(schemaPath)) {
+      clearSession();
+      expired?.();
+    }
+    return undefined;
+  },
+});
+
+/** A failed call, with the API's own message when it sent one. */
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The data of a successful call; anything else throws an ApiFailure. */
+export async function call<T>(request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  let r: { data?: T; error?: unknown; response: Response };
+  try {
+    r = await request;
+  } catch {
+    throw new ApiFailure(0, 'The server could not be reached. Check the connection and try again.');
+  }
+  if (!r.response.ok) {
+    const body = r.error as { message?: unknown } | undefined;
+    const message = typeof body?.message === 'string' ? body.message : `The request failed (HTTP ${r.response.status}).`;
+    throw new ApiFailure(r.response.status, message);
+  }
+  return r.data as T;
+}
+
+/** The platform segment of every path, from the session. */
+export function platform(): string {
+  return loadSession()?.platform ?? '';
+}

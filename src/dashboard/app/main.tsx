@@ -1,0 +1,110 @@
+// The dashboard: sign-in, then the platform's organisations and, per
+// organisation, its overview, integrations, deliveries and visitors.
+import { render } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { clearSession, loadSession, onSessionExpired, type Session, saveSession } from './api.ts';
+import { Deliveries } from './deliveries.tsx';
+import { Integrations } from './integrations.tsx';
+import { OrganisationFrame, Overview } from './organisation.tsx';
+import { Organisations } from './organisations.tsx';
+import { BASE, Link, match, navigate, useLocation } from './router.ts';
+import { SignIn } from './sign-in.tsx';
+import { Visitor, Visitors } from './visitors.tsx';
+
+function Page({ url }: { url: URL }) {
+  const path = url.pathname;
+  if (match(BASE, path) || match(`${BASE}/organisations`, path)) return <Organisations url={url} />;
+  const tabs: [string, (id: number, p: Record<string, string>) => preact.JSX.Element][] = [
+    [`${BASE}/organisations/:id`, (id) => <Overview orgId={id} />],
+    [`${BASE}/organisations/:id/integrations`, (id) => <Integrations orgId={id} />],
+    [`${BASE}/organisations/:id/deliveries`, (id) => <Deliveries orgId={id} />],
+    [`${BASE}/organisations/:id/visitors`, (id) => <Visitors orgId={id} />],
+    [`${BASE}/organisations/:id/visitors/:core`, (id, p) => <Visitor orgId={id} coreId={p.core!} />],
+  ];
+  for (const [pattern, view] of tabs) {
+    const p = match(pattern, path);
+    if (p && /^[1-9][0-9]{0,15}$/.test(p.id!)) {
+      const id = Number(p.id);
+      return <OrganisationFrame orgId={id} path={path}>{view(id, p)}</OrganisationFrame>;
+    }
+  }
+  return (
+    <section>
+      <h1 tabIndex={-1}>Page not found</h1>
+      <p>
+        There is nothing at this address. <Link href={BASE}>Go to your organisations</Link>.
+      </p>
+    </section>
+  );
+}
+
+function App() {
+  const url = useLocation();
+  const [session, setSession] = useState<Session | null>(loadSession);
+  const [notice, setNotice] = useState<string | null>(null);
+  const main = useRef<HTMLElement>(null);
+
+  useEffect(
+    () =>
+      onSessionExpired(() => {
+        setSession(null);
+        setNotice('Your session has expired. Sign in again to continue.');
+      }),
+    [],
+  );
+
+  // after a navigation, move focus to the new page's heading (for keyboard and screen-reader users)
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    main.current?.querySelector<HTMLElement>('h1')?.focus();
+  }, [url.pathname]);
+
+  if (!session) {
+    return (
+      <SignIn
+        notice={notice}
+        onSignedIn={(s) => {
+          saveSession(s);
+          setNotice(null);
+          setSession(s);
+          if (url.pathname === `${BASE}/sign-in`) navigate(BASE, { replace: true });
+        }}
+      />
+    );
+  }
+
+  const signOut = () => {
+    clearSession();
+    setSession(null);
+    setNotice('You have signed out.');
+    navigate(BASE);
+  };
+
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <Link href={BASE} class="brand">
+          Trackway
+        </Link>
+        <span class="who" title={session.email}>
+          <span class="platform">{session.platform}</span> <span class="email">{session.email}</span>
+        </span>
+        <button type="button" class="secondary small" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main id="main" ref={main}>
+        <Page url={url} />
+      </main>
+    </>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,93 @@
+// The platform's organisations: search by domain (`q`), cursor paging.
+import { useState } from 'preact/hooks';
+import { api, call, platform } from './api.ts';
+import { BASE, Link, navigate } from './router.ts';
+import { Badge, date, Empty, Pager, Show, useAsync, usePager } from './ui.tsx';
+
+export function Organisations({ url }: { url: URL }) {
+  const q = url.searchParams.get('q')?.trim() ?? '';
+  const [text, setText] = useState(q);
+  const pager = usePager(q);
+  const orgs = useAsync(
+    () =>
+      call(
+        api.GET('/v1/rest/{platform_name}/organisations', {
+          params: { path: { platform_name: platform() }, query: { q: q || undefined, cursor: pager.cursor, limit: 25 } },
+        }),
+      ),
+    [q, pager.cursor],
+  );
+
+  const search = (e: Event) => {
+    e.preventDefault();
+    const t = text.trim();
+    navigate(t ? `${BASE}?q=${encodeURIComponent(t)}` : BASE);
+  };
+
+  return (
+    <section>
+      <h1 tabIndex={-1}>Organisations</h1>
+      <form class="search" role="search" onSubmit={search}>
+        <label for="org-search">Search by domain</label>
+        <div class="inline">
+          <input id="org-search" type="search" value={text} placeholder="shop.example.com" onInput={(e) => setText(e.currentTarget.value)} />
+          <button type="submit">Search</button>
+          {q && (
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                setText('');
+                navigate(BASE);
+              }}
+            >
+              Clear
+            </button>
+          )}
+        </div>
+      </form>
+      <Show value={orgs} label="Loading organisations…">
+        {(page) =>
+          page.items.length === 0 ? (
+            q ? (
+              <Empty title={`No organisation's domain contains “${q}”.`}>Check the spelling, or clear the search.</Empty>
+            ) : (
+              <Empty title="No organisations yet.">Organisations appear here once your platform registers a merchant (registerClientUser).</Empty>
+            )
+          ) : (
+            <>
+              <table class="rows">
+                <caption class="sr-only">Organisations{q ? ` whose domain contains ${q}` : ''}</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Domain</th>
+                    <th scope="col">Organisation name</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Active</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {page.items.map((o) => (
+                    <tr key={o.id}>
+                      <td data-label="Domain">
+                        <Link href={`${BASE}/organisations/${o.id}`} class="wrap">
+                          {o.domain}
+                        </Link>
+                      </td>
+                      <td data-label="Organisation name">{o.organisation_name || <span class="muted">—</span>}</td>
+                      <td data-label="Created">
+                        <time dateTime={o.created_at}>{date(o.created_at)}</time>
+                      </td>
+                      <td data-label="Active">{o.is_active ? <Badge tone="ok">Active</Badge> : <Badge tone="off">Inactive</Badge>}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+              <Pager pager={pager} next={page.next_cursor} />
+            </>
+          )
+        }
+      </Show>
+    </section>
+  );
+}

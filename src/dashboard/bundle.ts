@@ -1,0 +1,89 @@
+// The dashboard's browser code as served: app/main.tsx (Preact) and
+// app/style.css bundled and minified with esbuild into memory, once per
+// process, each under a name carrying a hash of its content (so they can be
+// cached for a year), plus the HTML page that loads them.
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const APP_DIR = fileURLToPath(new URL('./app/', import.meta.url));
+
+export interface DashboardAsset {
+  /** file name under /dashboard/assets/, with the content hash */
+  name: string;
+  type: string;
+  body: Buffer;
+}
+
+export interface DashboardBundle {
+  html: string;
+  /** by file name */
+  assets: Map<string, DashboardAsset>;
+}
+
+function hashed(base: string, ext: string, body: Buffer): string {
+  return `${base}-${createHash('sha256').update(body).digest('base64url').slice(0, 12)}.${ext}`;
+}
+
+function page(script: string, style: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Trackway dashboard</title>
+  <link rel="icon" href="data:,">
+  <link rel="stylesheet" href="/dashboard/assets/${style}">
+  <script type="module" src="/dashboard/assets/${script}"></script>
+</head>
+<body>
+  <div id="app"><p class="boot">Loading the dashboard…</p></div>
+  <noscript><p class="boot">The Trackway dashboard needs JavaScript.</p></noscript>
+</body>
+</html>
+`;
+}
+
+async function bundle(): Promise<DashboardBundle> {
+  const out = await build({
+    entryPoints: { app: `${APP_DIR}main.tsx`, style: `${APP_DIR}style.css` },
+    outdir: '/dashboard-assets',
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    target: ['es2020'],
+    platform: 'browser',
+    jsx: 'automatic',
+    jsxImportSource: 'preact',
+    charset: 'utf8',
+    legalComments: 'none',
+    write: false,
+    logLevel: 'silent',
+  });
+  const assets = new Map<string, DashboardAsset>();
+  let script = '';
+  let style = '';
+  for (const file of out.outputFiles) {
+    const body = Buffer.from(file.contents);
+    if (file.path.endsWith('/app.js')) {
+      script = hashed('app', 'js', body);
+      assets.set(script, { name: script, type: 'text/javascript; charset=utf-8', body });
+    } else if (file.path.endsWith('/style.css')) {
+      style = hashed('style', 'css', body);
+      assets.set(style, { name: style, type: 'text/css; charset=utf-8', body });
+    }
+  }
+  if (!script || !style) throw new Error('the dashboard bundle lacks its script or style sheet');
+  return { html: page(script, style), assets };
+}
+
+let built: Promise<DashboardBundle> | undefined;
+
+/** The bundle, built on first call and shared afterwards (a failed build is retried on the next call). */
+export function getDashboard(): Promise<DashboardBundle> {
+  built ??= bundle().catch((err: unknown) => {
+    built = undefined;
+    throw err;
+  });
+  return built;
+}

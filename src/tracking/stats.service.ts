@@ -1,0 +1,41 @@
+// getOrganisationStats: activity of an organisation assigned to the caller
+// over rolling windows ending now (24 hours and 7 days), and events per UTC
+// hour for the last 24 hours (the current, partial hour last).
+import type { Deps } from '../deps.ts';
+import type { Principal, Schemas } from '../http/types.ts';
+import { requireOrganisation } from '../platform/access.ts';
+import { contactsLinked, eventsPerHour, visitorsSeen } from './stats.repository.ts';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+export async function organisationStats(
+  deps: Pick<Deps, 'db'>,
+  principal: Principal,
+  orgId: number,
+  now = new Date(),
+): Promise<Schemas['OrganisationStats']> {
+  await requireOrganisation(deps.db, principal, orgId);
+  const dayAgo = new Date(now.getTime() - DAY);
+  const weekAgo = new Date(now.getTime() - 7 * DAY);
+  const [buckets, visitors, contacts] = await Promise.all([
+    eventsPerHour(deps.db, orgId, weekAgo, dayAgo),
+    visitorsSeen(deps.db, orgId, weekAgo, dayAgo),
+    contactsLinked(deps.db, orgId, weekAgo, dayAgo),
+  ]);
+  const byHour = new Map(buckets.map((b) => [b.hour.getTime(), b.count]));
+  const firstHour = Math.floor(now.getTime() / HOUR) * HOUR - 23 * HOUR;
+  const events_per_hour = Array.from({ length: 24 }, (_, i) => {
+    const at = firstHour + i * HOUR;
+    return { hour: new Date(at).toISOString(), count: byHour.get(at) ?? 0 };
+  });
+  return {
+    visitors_24h: visitors.recent,
+    visitors_7d: visitors.total,
+    contacts_24h: contacts.recent,
+    contacts_7d: contacts.total,
+    events_24h: buckets.reduce((n, b) => n + b.recent, 0),
+    events_7d: buckets.reduce((n, b) => n + b.count, 0),
+    events_per_hour,
+  };
+}
