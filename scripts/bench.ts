@@ -186,6 +186,9 @@ async function main(): Promise<void> {
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // requests carry public client addresses in X-Forwarded-For, so every
+    // event is geo-located as it would be behind a load balancer
+    TRUST_PROXY: 'true',
     TRACKWAY_BOOTSTRAP_PLATFORM: 'bench',
     TRACKWAY_BOOTSTRAP_EMAIL: 'bench@bench.example',
     TRACKWAY_BOOTSTRAP_PASSWORD: 'bench-password-1',
@@ -214,6 +217,9 @@ async function main(): Promise<void> {
 
 
   let seq = 0;
+  // public addresses in several countries (IPv4 and IPv6)
+  const clients = ['193.0.6.139', '8.8.4.4', '2001:200::1', '81.2.69.160', '203.0.113.0', '1.1.1.1', '2a00:1450:4001::1', '200.160.2.3'];
+  const xff = () => clients[seq % clients.length]!;
   const run = `${process.pid.toString(36)}${Date.now().toString(36)}`;
   if (ONLY.has('ingest')) {
     const body = JSON.stringify({
@@ -229,7 +235,7 @@ async function main(): Promise<void> {
           method: 'POST',
           path: `/jsv1/${org}/r${run}/c${run}-${++seq}/null/event/updatecart`,
           body,
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', 'x-forwarded-for': xff() },
         }),
       }, rss),
     );
@@ -241,13 +247,28 @@ async function main(): Promise<void> {
         make: () => {
           const n = ++seq;
           const payload = Buffer.from(JSON.stringify({ email: `v${n}-${run}@bench.example`, name: 'Bench Visitor' })).toString('base64url');
-          return { method: 'GET', path: `/jsv1/identify/${org}/r${run}/i${run}-${n}/${payload}` };
+          return { method: 'GET', path: `/jsv1/identify/${org}/r${run}/i${run}-${n}/${payload}`, headers: { 'x-forwarded-for': xff() } };
         },
       }, rss),
     );
   }
   let dispatch: Record<string, unknown> | undefined;
-  void receiverPort;
+  if (ONLY.has('dispatch')) {
+    log('\n== dispatch (local keep-alive receiver)');
+    const { benchDispatch } = await import('./bench-dispatch.ts');
+    dispatch = await benchDispatch({
+      serviceBase,
+      dataDir,
+      token,
+      org,
+      receiverPort,
+      quick: QUICK,
+      pid: service.pid!,
+      log,
+      rssMb,
+      onRss: (mb) => (rss.max = Math.max(rss.max, mb)),
+    });
+  }
 
   const summary = {
     when: new Date().toISOString(),
@@ -261,6 +282,10 @@ async function main(): Promise<void> {
   const file = path.join(ROOT, 'bench-results', `bench-${summary.when.replace(/[:.]/g, '-')}.json`);
   fs.writeFileSync(file, JSON.stringify(summary, null, 2) + '\n');
 
+  const metrics = await (await fetch(`${serviceBase}/metrics`)).text();
+  const pick = (name: string) => metrics.split('\n').filter((l) => l.startsWith(name) && !l.includes('bucket')).join('; ');
+  log(`\ningest batches: ${pick('trackway_ingest_batch_size')}`);
+  log(`ingest commits: ${pick('trackway_ingest_commit_seconds')}`);
   log('\n== summary');
   for (const r of results as { scenario: string; bare_rps: number; service_rps: number; ratio: number; service_p99_ms: number }[]) {
     log(`${r.scenario}: service ${r.service_rps} req/s vs bare ${r.bare_rps} req/s → ${r.ratio}× (p99 ${r.service_p99_ms} ms)`);

@@ -34,6 +34,12 @@ export interface Config {
   registrationRateLimit: RateLimit | undefined;
   /** per IP and per organisation on /jsv1 and the learning endpoint; undefined = off */
   trackingRateLimit: RateLimit | undefined;
+  /** slow clients: a request must send its headers within this (HTTP_HEADERS_TIMEOUT) */
+  httpHeadersTimeoutMs: number;
+  /** ...and be received completely, body included, within this (HTTP_REQUEST_TIMEOUT) */
+  httpRequestTimeoutMs: number;
+  /** pending deliveries per integration beyond which new ones are written failed (WEBHOOK_MAX_BACKLOG); undefined = off */
+  webhookMaxBacklog: number | undefined;
   eventRetentionDays: number | undefined;
   /** validate every response against the contract and fail loudly on drift */
   validateResponses: boolean;
@@ -139,6 +145,16 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('WEBHOOK_RETRY_SCHEDULE: each step must be at most 7d');
   }
 
+  const httpHeadersTimeoutMs = parseDuration('HTTP_HEADERS_TIMEOUT', str(env, 'HTTP_HEADERS_TIMEOUT') ?? '10s');
+  const httpRequestTimeoutMs = parseDuration('HTTP_REQUEST_TIMEOUT', str(env, 'HTTP_REQUEST_TIMEOUT') ?? '30s');
+  if (httpHeadersTimeoutMs < 100) throw new ConfigError('HTTP_HEADERS_TIMEOUT: must be at least 100ms');
+  if (httpRequestTimeoutMs < httpHeadersTimeoutMs) {
+    throw new ConfigError('HTTP_REQUEST_TIMEOUT: must be at least HTTP_HEADERS_TIMEOUT');
+  }
+  const backlog = str(env, 'WEBHOOK_MAX_BACKLOG');
+  const webhookMaxBacklog =
+    backlog !== undefined && /^(off|none)$/i.test(backlog) ? undefined : int(env, 'WEBHOOK_MAX_BACKLOG', 100_000, 1, 1_000_000_000);
+
   const retention = str(env, 'EVENT_RETENTION_DAYS');
   const eventRetentionDays = retention === undefined ? undefined : int(env, 'EVENT_RETENTION_DAYS', 0, 1, 36500);
 
@@ -162,6 +178,9 @@ export function loadConfig(env: Env = process.env): Config {
     loginRateLimit: rateLimit(env, 'LOGIN_RATE_LIMIT', { limit: 10, windowMs: 15 * 60_000 }),
     registrationRateLimit: rateLimit(env, 'REGISTRATION_RATE_LIMIT', { limit: 20, windowMs: 3_600_000 }),
     trackingRateLimit: rateLimit(env, 'TRACKING_RATE_LIMIT', undefined),
+    httpHeadersTimeoutMs,
+    httpRequestTimeoutMs,
+    webhookMaxBacklog,
     eventRetentionDays,
     validateResponses: bool(env, 'TRACKWAY_VALIDATE_RESPONSES', false),
   };

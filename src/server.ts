@@ -56,10 +56,18 @@ export async function startOnDatabase(
     if (made.created) log.info({ platform: config.bootstrap.platform, email: config.bootstrap.email }, 'created the bootstrap platform account');
   }
   const app = await createApp(deps, handlers(deps));
-  const server = http.createServer(app.callback());
-  // slow clients: a request must send its headers within 10 s and finish within 30 s
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
+  // slow clients: a request must send its headers within HTTP_HEADERS_TIMEOUT (10 s) and be
+  // received completely within HTTP_REQUEST_TIMEOUT (30 s); node checks both on an interval,
+  // which is kept well below the shorter one so a cut-off is not late by up to 30 s
+  const { httpHeadersTimeoutMs, httpRequestTimeoutMs } = config;
+  const server = http.createServer(
+    {
+      headersTimeout: httpHeadersTimeoutMs,
+      requestTimeout: httpRequestTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(httpHeadersTimeoutMs / 4))),
+    },
+    app.callback(),
+  );
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -89,6 +97,8 @@ export async function startOnDatabase(
           }, 10_000).unref();
         });
         await stopping;
+        // whatever was accepted into the ingest queue is committed before the pool closes
+        await deps.ingest.drain();
       })();
       return closing;
     },

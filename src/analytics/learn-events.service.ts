@@ -5,11 +5,12 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { analyticsFailure } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
+import type { TrafficLimits } from '../http/traffic-limits.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { requireOrganisation } from '../platform/access.ts';
 import { findOrganisationByTokenHash } from '../platform/organisations.repository.ts';
 import { organisationTokenHash } from '../platform/registration.service.ts';
-import { invalidInput, requireStorableJson, requireStorableText } from './input.ts';
+import { invalidInput } from './input.ts';
 import { insertLearnEvent, listLearnEvents as listRows } from './learn-events.repository.ts';
 
 export const DEFAULT_EVENT_CATEGORY = 'EXTERNAL';
@@ -49,25 +50,25 @@ export type LearnEventInput = Omit<Schemas['LearnEventRequest'], 'eventCategory'
 };
 
 /** Validates what the contract cannot, resolves the organisation, stores the event. */
-export async function submitLearningEvent(deps: Pick<Deps, 'db'>, body: LearnEventInput): Promise<void> {
-  requireStorableText(body.eventName, 'body.eventName');
-  requireStorableJson(body.eventVal, 'body.eventVal');
+export async function submitLearningEvent(
+  deps: Pick<Deps, 'db'>,
+  body: LearnEventInput,
+  limits?: Pick<TrafficLimits, 'org'>,
+): Promise<void> {
   const eventVal = body.eventVal as unknown;
   if (typeof eventVal !== 'string' && (typeof eventVal !== 'object' || eventVal === null || Array.isArray(eventVal))) {
     throw invalidInput('body.eventVal', 'must be a string or an object');
   }
   const eventCategory = body.eventCategory ?? DEFAULT_EVENT_CATEGORY;
-  requireStorableText(eventCategory, 'body.eventCategory');
   const lang = body.lang ?? DEFAULT_LANG;
-  requireStorableText(lang, 'body.lang');
   const u = body.u ?? null;
   if (u !== null) {
-    requireStorableText(u, 'body.u');
     if (!isAbsoluteUrl(u)) throw invalidInput('body.u', 'must be an absolute URL');
   }
 
   const orgId = await resolveOrgToken(deps.db, body.org_token);
   if (orgId === undefined) throw unknownOrgToken();
+  limits?.org(orgId);
   await insertLearnEvent(deps.db, {
     orgId,
     eventName: body.eventName,

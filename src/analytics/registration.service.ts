@@ -14,7 +14,7 @@ import { createRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
 import type { Schemas } from '../http/types.ts';
 import { hashPassword } from '../platform/passwords.ts';
 import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from '../platform/registration.service.ts';
-import { invalidInput, requireStorableText } from './input.ts';
+import { invalidInput } from './input.ts';
 
 export interface RegistrationDeps {
   db: Deps['db'];
@@ -67,10 +67,6 @@ export async function registerAnalyticsUser(reg: RegistrationDeps, req: Registra
 
   const { body } = req;
   const email = body.email.trim();
-  requireStorableText(email, 'body.email');
-  requireStorableText(body.first_name, 'body.first_name');
-  requireStorableText(body.domain, 'body.domain');
-  requireStorableText(body.entity, 'body.entity');
 
   // scrypt before the transaction, so no connection waits on it
   const passwordHash = await hashPassword(body.password);

@@ -4,7 +4,8 @@
 // cached for a year), plus the HTML page that loads them.
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { gzipSync } from 'node:zlib';
+import { buildInMemory } from '../http/bundler.ts';
 
 const APP_DIR = fileURLToPath(new URL('./app/', import.meta.url));
 
@@ -13,6 +14,8 @@ export interface DashboardAsset {
   name: string;
   type: string;
   body: Buffer;
+  /** gzip of `body`, for clients that accept it */
+  gzip: Buffer;
 }
 
 export interface DashboardBundle {
@@ -45,7 +48,7 @@ function page(script: string, style: string): string {
 }
 
 async function bundle(): Promise<DashboardBundle> {
-  const out = await build({
+  const out = await buildInMemory({
     entryPoints: { app: `${APP_DIR}main.tsx`, style: `${APP_DIR}style.css` },
     outdir: '/dashboard-assets',
     bundle: true,
@@ -67,10 +70,10 @@ async function bundle(): Promise<DashboardBundle> {
     const body = Buffer.from(file.contents);
     if (file.path.endsWith('/app.js')) {
       script = hashed('app', 'js', body);
-      assets.set(script, { name: script, type: 'text/javascript; charset=utf-8', body });
+      assets.set(script, { name: script, type: 'text/javascript; charset=utf-8', body, gzip: gzipSync(body, { level: 9 }) });
     } else if (file.path.endsWith('/style.css')) {
       style = hashed('style', 'css', body);
-      assets.set(style, { name: style, type: 'text/css; charset=utf-8', body });
+      assets.set(style, { name: style, type: 'text/css; charset=utf-8', body, gzip: gzipSync(body, { level: 9 }) });
     }
   }
   if (!script || !style) throw new Error('the dashboard bundle lacks its script or style sheet');

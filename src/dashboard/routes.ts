@@ -38,7 +38,11 @@ export function dashboardRoutes(router: Router, deps: Deps): void {
     ctx.status = 200;
     ctx.type = asset.type;
     ctx.set('Cache-Control', ASSET_CACHE);
-    ctx.body = asset.body;
+    ctx.set('Vary', 'Accept-Encoding');
+    if (ctx.acceptsEncodings('gzip', 'identity') === 'gzip') {
+      ctx.set('Content-Encoding', 'gzip');
+      ctx.body = asset.gzip;
+    } else ctx.body = asset.body;
   });
 
   router.get('/dashboard{/*rest}', async (ctx) => {

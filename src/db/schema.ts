@@ -188,6 +188,16 @@ export interface DeliveryAttemptsTable {
   response_excerpt: string | null;
 }
 
+/** integrations at WEBHOOK_MAX_BACKLOG pending deliveries: their new deliveries are written failed */
+export interface WebhookBacklogLimitsTable {
+  org_id: number;
+  integration_id: number;
+  /** pending deliveries counted at the last check (counting stops at the bound) */
+  pending: number;
+  since: GeneratedTimestamp;
+  checked_at: GeneratedTimestamp;
+}
+
 export interface DB {
   settings: SettingsTable;
   users: UsersTable;
@@ -204,4 +214,5 @@ export interface DB {
   learn_events: LearnEventsTable;
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
+  webhook_backlog_limits: WebhookBacklogLimitsTable;
 }

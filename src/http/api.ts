@@ -7,6 +7,7 @@ import type { ErrorObject } from 'ajv';
 import type { Deps } from '../deps.ts';
 import { authenticate } from '../platform/auth.ts';
 import { createAjv } from './ajv.ts';
+import { FastRouter } from './router.ts';
 import { contractDocument } from './contract.ts';
 import { ApiError, type FieldError, areaError, areaOf } from './errors.ts';
 import type { HandlerMap } from './types.ts';
@@ -18,6 +19,18 @@ import type { HandlerMap } from './types.ts';
 class Backend extends OpenAPIBackend {
   override validateDefinition() {
     return this.definition;
+  }
+
+  /** The stock router, with everything it recomputes per request computed once (see router.ts). */
+  override async init() {
+    await super.init();
+    this.router = new FastRouter({
+      definition: this.definition,
+      apiRoot: this.apiRoot,
+      ignoreTrailingSlashes: this.ignoreTrailingSlashes,
+    });
+    this.validator.router = this.router;
+    return this;
   }
 }
 

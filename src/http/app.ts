@@ -1,12 +1,14 @@
 // The Koa application: request id and metrics → error renderer → CORS (/jsv1)
 // → site routes (docs, contract, metrics, dashboard) → content-type gate and
-// size-limited body parsing → openapi-backend (route, auth, validate) → handler.
+// size-limited body parsing → body guard (body-guard.ts) → openapi-backend
+// (route, auth, validate) → handler.
 import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
 import type { Deps } from '../deps.ts';
 import { createApi } from './api.ts';
-import { ApiError, type Area, areaError, areaOf, isUnavailable } from './errors.ts';
+import { guardBody, guardUrl } from './body-guard.ts';
+import { ApiError, type Area, areaError, areaOf, isRejectedInput, isUnavailable, unavailableError } from './errors.ts';
 import { siteRouter } from './site.ts';
 import type { HandlerMap } from './types.ts';
 
@@ -67,10 +69,12 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
       let err: ApiError;
       if (raw instanceof ApiError) err = raw;
       else if (isUnavailable(raw)) {
-        err = areaError(area, 'unavailable', 'The database is unavailable; retry shortly', {
-          headers: { 'Retry-After': '5' },
-        });
+        err = unavailableError(area);
         log.warn({ err: raw, requestId }, 'database unavailable');
+      } else if (isRejectedInput(raw)) {
+        // the body guard should have refused it: worth a look, but the client's fault
+        err = areaError(area, 'validation', 'The request holds a value that cannot be stored (a NUL character or too deep nesting)');
+        log.warn({ err: raw, requestId, path: ctx.path, operation: ctx.state.operationId }, 'the database refused a value');
       } else if ((raw as { status?: number }).status === 413 || (raw as { type?: string }).type === 'entity.too.large') {
         err = areaError(area, 'payload_too_large', `The body exceeds the limit of ${BODY_LIMITS[area]} bytes`);
       } else if ((raw as { status?: number }).status === 400) {
@@ -115,11 +119,13 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
   // content-type gate and size-limited body parsing, per area
   app.use(async (ctx, next) => {
     const area = areaOf(ctx.path);
+    let decodedPath: string;
     try {
-      decodeURIComponent(ctx.path);
+      decodedPath = decodeURIComponent(ctx.path);
     } catch {
       throw areaError(area, 'validation', 'The path holds malformed percent-encoding');
     }
+    guardUrl(area, decodedPath, ctx.query);
     if (hasBody(ctx)) {
       const type = ctx.get('content-type');
       const ok = JSON_TYPE.test(type) || (area === 'tracking' && TEXT_TYPE.test(type));
@@ -132,7 +138,11 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
         throw areaError(area, 'payload_too_large', `The body exceeds the limit of ${BODY_LIMITS[area]} bytes`);
       }
     }
-    await parsers[area](ctx, next);
+    await parsers[area](ctx, () => {
+      // right after parsing: what PostgreSQL could not store never goes further
+      guardBody(area, (ctx.request as { body?: unknown }).body);
+      return next();
+    });
   });
 
   app.use(async (ctx) => {

@@ -137,14 +137,45 @@ export function areaError(
   return err;
 }
 
-/** Errors that mean "the database is not reachable right now": answered 503 + Retry-After. */
+/**
+ * Errors that mean "the database is not reachable right now": answered 503 +
+ * Retry-After. What pg and pg-pool throw when PostgreSQL stops or restarts:
+ * ECONNREFUSED (nothing listens; an AggregateError of them when a host name
+ * resolves to several addresses), 57P01 "terminating connection due to
+ * administrator command" (a fast shutdown), 57P02/57P03 (crash, starting up or
+ * shutting down), "Connection terminated unexpectedly" (a query in flight
+ * when the server went away), "timeout exceeded when trying to connect" (the
+ * pool's connect timeout), "Connection terminated due to connection timeout",
+ * and "Client has encountered a connection error and is not queryable".
+ */
 export function isUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | undefined;
-  if (!e) return false;
-  const code = e.code ?? '';
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)) return true;
+  const e = err as { code?: string; message?: string; errors?: unknown[] } | undefined;
+  if (!e || typeof e !== 'object') return false;
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(code)) {
+    return true;
+  }
   // 57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 53300 too many connections, class 08 connection exceptions
   if (/^(57P0[123]|53300|08...)$/.test(code)) return true;
-  const msg = e.message ?? '';
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(msg);
+  if (Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every(isUnavailable)) return true;
+  const msg = typeof e.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable/i.test(
+    msg,
+  );
+}
+
+/**
+ * PostgreSQL refusing a value the client sent: a NUL character in text or
+ * jsonb (22021 character_not_in_repertoire, 22P05 untranslatable_character)
+ * or JSON nested too deeply for it (54001 statement_too_complex). The body
+ * guard refuses these before they get here; this is the backstop (400).
+ */
+export function isRejectedInput(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === '22021' || code === '22P05' || code === '54001';
+}
+
+/** 503 in the area's shape with Retry-After: the database cannot be reached right now. */
+export function unavailableError(area: Area): ApiError {
+  return areaError(area, 'unavailable', 'The database is unavailable; retry shortly', { headers: { 'Retry-After': '5' } });
 }

@@ -1,6 +1,7 @@
 // Visitors, persons (stitched visitors), contacts and the product URL
 // catalogue. Every statement is scoped by org_id first.
 import { type Kysely, sql } from 'kysely';
+import { PREPARE } from '../db/database.ts';
 import type { DB, Location, RecentView } from '../db/schema.ts';
 
 type Tx = Kysely<DB>; // a transaction or the database
@@ -47,7 +48,7 @@ export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<Touc
       location: r.location,
     })),
   );
-  const { rows: out } = await sql<TouchedVisitor>`
+  const { rows: out } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
     WITH incoming AS (
       SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
         org_id bigint, core_id text, roaming_id text, corex_id text,
@@ -193,7 +194,7 @@ export async function upsertProfiles(tx: Tx, changes: ProfileChange[]): Promise<
       last_cart_at: c.cart?.at ?? null,
     })),
   );
-  await sql`
+  await sql`${sql.raw(PREPARE)}
     INSERT INTO persons AS p (org_id, id, last_view, last_cart_product_id, last_cart_url, last_cart_at)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
       org_id bigint, id bigint, last_view jsonb, last_cart_product_id bigint, last_cart_url text, last_cart_at timestamptz)
@@ -216,7 +217,7 @@ export interface ProductSighting {
 export async function rememberProductUrls(tx: Tx, rows: ProductSighting[]): Promise<void> {
   if (rows.length === 0) return;
   const data = JSON.stringify(rows.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: r.at })));
-  await sql`
+  await sql`${sql.raw(PREPARE)}
     INSERT INTO products AS p (org_id, product_id, url, seen_at)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(org_id bigint, product_id bigint, url text, seen_at timestamptz)
     ON CONFLICT (org_id, product_id) DO UPDATE SET url = EXCLUDED.url, seen_at = EXCLUDED.seen_at

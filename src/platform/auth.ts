@@ -1,7 +1,7 @@
 // The bearerAuth security handler: a valid token of an active platform
 // account, issued for the platform named in the path (when the path names one).
 import type { Deps } from '../deps.ts';
-import { platformError } from '../http/errors.ts';
+import { isUnavailable, platformError, unavailableError } from '../http/errors.ts';
 import type { Principal } from '../http/types.ts';
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/;
@@ -21,11 +21,17 @@ export async function authenticate(deps: Deps, header: string, platformInPath: s
   if (platformInPath !== undefined && claims.platform !== platformInPath) {
     throw unauthorized('The bearer token was issued for another platform');
   }
+  // openapi-backend answers any failure of a security handler with the
+  // unauthorizedHandler, which passes ApiErrors through: a database outage
+  // must read as 503 + Retry-After, not as a bad token
   const user = await deps.db
     .selectFrom('users')
     .select(['id', 'platform_name', 'is_active'])
     .where('id', '=', claims.userId)
-    .executeTakeFirst();
+    .executeTakeFirst()
+    .catch((err: unknown) => {
+      throw isUnavailable(err) ? unavailableError('platform') : err;
+    });
   if (!user || !user.is_active || user.platform_name !== claims.platform) {
     throw unauthorized('The bearer token is invalid or expired');
   }

@@ -1,7 +1,7 @@
 // The events table (monthly partitions by received_at): written in batches,
 // read newest first by organisation, optionally by visitor and name.
 import { type Transaction, sql } from 'kysely';
-import type { Database } from '../db/database.ts';
+import { type Database, PREPARE } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
 
 export interface NewEvent {
@@ -28,7 +28,7 @@ export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promi
       body: r.body,
     })),
   );
-  await sql`
+  await sql`${sql.raw(PREPARE)}
     INSERT INTO events (org_id, received_at, name, core_id, roaming_id, corex_id, body)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
       org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb)

@@ -3,6 +3,7 @@
 // written in one transaction per batch, each caller answered after its batch
 // commits. A batch that fails is retried item by item, so one bad item fails
 // only itself.
+import client from 'prom-client';
 import type { Deps } from '../deps.ts';
 import { isUnavailable } from '../http/errors.ts';
 import { processBatch } from './batch.service.ts';
@@ -37,8 +38,20 @@ function retryable(err: unknown): boolean {
 
 export function createIngestor(deps: Deps, opts: IngestOptions = {}): Ingestor {
   const maxBatch = opts.maxBatch ?? 256;
-  const maxConcurrent = opts.maxConcurrent ?? 4;
+  const maxConcurrent = opts.maxConcurrent ?? 2;
   const queue: Pending[] = [];
+  const batchSize = new client.Histogram({
+    name: 'trackway_ingest_batch_size',
+    help: 'identifies and events committed per ingest transaction',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+    registers: [deps.metrics.registry],
+  });
+  const commitSeconds = new client.Histogram({
+    name: 'trackway_ingest_commit_seconds',
+    help: 'time to write and commit one ingest batch',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [deps.metrics.registry],
+  });
   let inFlight = 0;
   let scheduled = false;
   let idle: (() => void)[] = [];
@@ -46,7 +59,10 @@ export function createIngestor(deps: Deps, opts: IngestOptions = {}): Ingestor {
   async function commit(items: IngestItem[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
+        const stop = commitSeconds.startTimer();
         await deps.db.transaction().execute((tx) => processBatch(deps, tx, items));
+        stop();
+        batchSize.observe(items.length);
         return;
       } catch (err) {
         if (!retryable(err) || attempt >= 5) throw err;

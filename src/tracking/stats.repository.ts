@@ -17,10 +17,10 @@ export interface HourBucket {
 }
 
 /**
- * Events per UTC hour from `since` on, for buckets that have any; `recent`
- * counts the ones at or after `recentSince` (the rolling short window).
+ * Events per UTC hour from `since` to `until`, for buckets that have any;
+ * `recent` counts the ones at or after `recentSince` (the short window).
  */
-export async function eventsPerHour(db: Database, orgId: number, since: Date, recentSince: Date): Promise<HourBucket[]> {
+export async function eventsPerHour(db: Database, orgId: number, since: Date, recentSince: Date, until: Date): Promise<HourBucket[]> {
   const rows = await db
     .selectFrom('events')
     .select([
@@ -30,6 +30,7 @@ export async function eventsPerHour(db: Database, orgId: number, since: Date, re
     ])
     .where('org_id', '=', orgId)
     .where('received_at', '>=', since)
+    .where('received_at', '<=', until)
     .groupBy(sql`1`)
     .execute();
   return rows.map((r) => ({ hour: r.hour, count: Number(r.count), recent: Number(r.recent) }));

@@ -19,7 +19,7 @@ export async function organisationStats(
   const dayAgo = new Date(now.getTime() - DAY);
   const weekAgo = new Date(now.getTime() - 7 * DAY);
   const [buckets, visitors, contacts] = await Promise.all([
-    eventsPerHour(deps.db, orgId, weekAgo, dayAgo),
+    eventsPerHour(deps.db, orgId, weekAgo, dayAgo, now),
     visitorsSeen(deps.db, orgId, weekAgo, dayAgo),
     contactsLinked(deps.db, orgId, weekAgo, dayAgo),
   ]);

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { build, stop } from 'esbuild';
+import { buildInMemory } from '../http/bundler.ts';
 
 export const TRACKER_SOURCE = fileURLToPath(new URL('./tracker/tracker.ts', import.meta.url));
 /** The limit DESIGN.md sets for the served script, gzipped. */
@@ -23,7 +23,7 @@ export interface TrackerBundle {
 const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 async function bundle(): Promise<TrackerBundle> {
-  const out = await build({
+  const out = await buildInMemory({
     entryPoints: [TRACKER_SOURCE],
     bundle: true,
     minify: true,
@@ -35,7 +35,7 @@ async function bundle(): Promise<TrackerBundle> {
     banner: { js: `/*! Trackway tracker ${version} */` },
     write: false,
     logLevel: 'silent',
-  }).finally(() => stop()); // esbuild's service process would otherwise stay for the server's life
+  }); // the service process is stopped afterwards (see buildInMemory)
   const code = out.outputFiles[0]!.text;
   const gzip = gzipSync(code, { level: 9 });
   const etag = `"tw-${createHash('sha256').update(code).digest('base64url').slice(0, 22)}"`;

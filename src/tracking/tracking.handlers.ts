@@ -3,6 +3,7 @@
 import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
+import { createTrafficLimits } from '../http/traffic-limits.ts';
 import type { HandlerFor, HandlerMap } from '../http/types.ts';
 import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
 import { decodeIdentifyPayload } from './identify-payload.ts';
@@ -27,10 +28,15 @@ interface PathIds {
 }
 
 export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recordViewEventPixel' | 'identifyVisitor'> {
+  // TRACKING_RATE_LIMIT: per client IP first, per organisation once it is known to exist
+  const limits = createTrafficLimits('tracking', deps.config.trackingRateLimit);
+
   async function visitorContext(ctx: Koa.Context, ids: PathIds) {
+    limits.ip(ctx.ip);
     if (!(await deps.organisations.isActive(ids.org_id))) {
       throw trackingError(404, 'unknown_organisation', `Organisation ${ids.org_id} does not exist or is not active`);
     }
+    limits.org(ids.org_id);
     const ua = ctx.get('user-agent');
     return {
       orgId: ids.org_id,

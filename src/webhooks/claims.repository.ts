@@ -5,7 +5,7 @@
 // so a process whose lease expired (and whose delivery was claimed again
 // elsewhere) cannot overwrite the newer attempt.
 import { sql } from 'kysely';
-import type { Database } from '../db/database.ts';
+import { type Database, PREPARE } from '../db/database.ts';
 
 export interface ClaimedDelivery {
   org_id: number;
@@ -44,7 +44,7 @@ export const INACTIVE_ERROR = 'integration deactivated or deleted';
  */
 export async function claimDue(db: Database, opts: ClaimOptions): Promise<ClaimedDelivery[]> {
   const margin = opts.leaseMarginMs;
-  const { rows } = await sql<ClaimedDelivery>`
+  const { rows } = await sql<ClaimedDelivery>`${sql.raw(PREPARE)}
     WITH due AS (
       SELECT d.org_id, d.id, d.next_attempt_at AS lease_was,
              COALESCE(i.active AND i.deleted_at IS NULL, false) AS live
@@ -127,7 +127,7 @@ export interface Applied {
 export async function completeAttempts(db: Database, batch: Completion[]): Promise<Applied[]> {
   if (batch.length === 0) return [];
   const col = <T>(f: (c: Completion) => T) => batch.map(f);
-  const { rows } = await sql<Applied>`
+  const { rows } = await sql<Applied>`${sql.raw(PREPARE)}
     WITH r AS (
       SELECT * FROM unnest(
         ${col((c) => c.orgId)}::bigint[], ${col((c) => c.id)}::bigint[], ${col((c) => c.n)}::int[],

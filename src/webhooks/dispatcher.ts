@@ -24,6 +24,8 @@ export interface DispatcherOptions {
   globalConcurrency?: number;
   /** most requests in flight per target origin */
   perEndpoint?: number;
+  /** most jobs one origin may hold (in flight plus waiting); default 32 × perEndpoint */
+  laneCapacity?: number;
   /** claim at least this often without a notification (ms) */
   pollIntervalMs?: number;
   /** how long stop() waits for requests in flight before interrupting them (ms) */
@@ -35,6 +37,8 @@ export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'cipher' | 'me
 interface Job {
   row: ClaimedDelivery;
   lane: Lane;
+  /** by this time (ms, this process's clock) the claim's lease may have expired */
+  leaseEnd: number;
 }
 
 interface Lane {
@@ -79,6 +83,7 @@ export class Dispatcher {
   private readonly batchSize: number;
   private readonly globalCap: number;
   private readonly perEndpoint: number;
+  private readonly laneCapacity: number;
   private readonly pollMs: number;
   private readonly stopGraceMs: number;
   private readonly sender: Sender;
@@ -106,6 +111,7 @@ export class Dispatcher {
     this.batchSize = opts.batchSize ?? 200;
     this.globalCap = opts.globalConcurrency ?? 512;
     this.perEndpoint = opts.perEndpoint ?? 8;
+    this.laneCapacity = opts.laneCapacity ?? 32 * this.perEndpoint;
     this.pollMs = opts.pollIntervalMs ?? 1000;
     this.stopGraceMs = opts.stopGraceMs ?? 5000;
     this.sender = createSender({
@@ -178,6 +184,8 @@ export class Dispatcher {
       this.capacityWait = false;
       const limit = Math.min(room, this.batchSize);
       let rows: ClaimedDelivery[];
+      // measured before the claim: the leases it gives end no sooner than claimedAt + timeout + margin
+      const claimedAt = Date.now();
       try {
         rows = await claimDue(this.deps.db, {
           limit,
@@ -196,7 +204,7 @@ export class Dispatcher {
         await this.release(rows);
         break;
       }
-      this.accept(rows);
+      this.accept(rows, claimedAt);
       if (rows.length < limit) await this.signal.wait(this.pollMs);
     }
   }
@@ -205,12 +213,14 @@ export class Dispatcher {
   private saturatedIntegrations(): number[] {
     const ids: number[] = [];
     for (const lane of this.lanes.values()) {
-      if (lane.active + lane.queue.length >= 2 * this.perEndpoint) ids.push(...lane.integrations.keys(), ...lane.blocked);
+      // hysteresis: a lane takes new claims only once it has drained to half its
+      // capacity, so a claim brings a useful batch instead of one row (and 199 to give back)
+      if (lane.active + lane.queue.length >= this.laneCapacity / 2) ids.push(...lane.integrations.keys(), ...lane.blocked);
     }
     return ids;
   }
 
-  private accept(rows: ClaimedDelivery[]): void {
+  private accept(rows: ClaimedDelivery[], claimedAt: number): void {
     const overflow: ClaimedDelivery[] = [];
     const touched = new Set<Lane>();
     for (const row of rows) {
@@ -220,14 +230,14 @@ export class Dispatcher {
         lane = { origin, active: 0, queue: [], integrations: new Map(), blocked: new Set() };
         this.lanes.set(origin, lane);
       }
-      // a lane holds at most one round of waiting jobs, so a waiting job starts
-      // within one httpTimeout: well inside its lease
-      if (lane.active + lane.queue.length >= 2 * this.perEndpoint) {
+      // a lane holds a bounded queue; a job that waited too long to start
+      // safely within its lease is given back when its turn comes (see pump)
+      if (lane.active + lane.queue.length >= this.laneCapacity) {
         overflow.push(row);
         lane.blocked.add(row.integration_id);
         continue;
       }
-      lane.queue.push({ row, lane });
+      lane.queue.push({ row, lane, leaseEnd: claimedAt + row.http_timeout * 1000 + this.deps.config.webhookLeaseMarginMs });
       lane.integrations.set(row.integration_id, (lane.integrations.get(row.integration_id) ?? 0) + 1);
       this.held++;
       touched.add(lane);
@@ -237,8 +247,16 @@ export class Dispatcher {
   }
 
   private pump(lane: Lane): void {
+    const expired: Job[] = [];
     while (lane.active < this.perEndpoint && lane.queue.length > 0) {
       const job = lane.queue.shift()!;
+      // an attempt must end (timeout included) before the lease does, with half
+      // the lease margin (at most 2 s) to spare
+      const spare = Math.min(2_000, this.deps.config.webhookLeaseMarginMs / 2);
+      if (Date.now() + job.row.http_timeout * 1000 + spare > job.leaseEnd) {
+        expired.push(job);
+        continue;
+      }
       lane.active++;
       const p = this.attempt(job).finally(() => {
         this.inFlight.delete(p);
@@ -246,20 +264,31 @@ export class Dispatcher {
       });
       this.inFlight.add(p);
     }
+    if (expired.length > 0) {
+      for (const job of expired) {
+        this.held--;
+        const left = (lane.integrations.get(job.row.integration_id) ?? 1) - 1;
+        if (left > 0) lane.integrations.set(job.row.integration_id, left);
+        else lane.integrations.delete(job.row.integration_id);
+      }
+      void this.release(expired.map((j) => j.row));
+    }
   }
 
   private finished(job: Job): void {
     const { lane, row } = job;
-    const wasSaturated = lane.active + lane.queue.length >= 2 * this.perEndpoint;
+    const wasSaturated = lane.active + lane.queue.length >= this.laneCapacity / 2;
     lane.active--;
     this.held--;
     const left = (lane.integrations.get(row.integration_id) ?? 1) - 1;
     if (left > 0) lane.integrations.set(row.integration_id, left);
     else lane.integrations.delete(row.integration_id);
     if (!this.stopping) this.pump(lane);
-    if (lane.active + lane.queue.length < 2 * this.perEndpoint) lane.blocked.clear();
+    const open = lane.active + lane.queue.length < this.laneCapacity / 2;
+    if (open) lane.blocked.clear();
     if (lane.active === 0 && lane.queue.length === 0) this.lanes.delete(lane.origin);
-    if (!this.stopping && (this.capacityWait || wasSaturated)) this.signal.wake();
+    // claim again when this lane just reopened (or the process had no room at all)
+    if (!this.stopping && (this.capacityWait || (wasSaturated && open))) this.signal.wake();
   }
 
   private async attempt(job: Job): Promise<void> {

@@ -1,10 +1,14 @@
 // The transactional outbox: deliveries are written in the same transaction as
 // the identify or event that causes them, and the dispatcher is woken by a
-// NOTIFY that PostgreSQL sends only when that transaction commits.
+// NOTIFY that PostgreSQL sends only when that transaction commits. For an
+// integration listed in webhook_backlog_limits (at WEBHOOK_MAX_BACKLOG pending,
+// see backlog.ts) they are written failed with BACKLOG_ERROR instead: kept,
+// visible and retryable through the API, but not queued.
 import { type Transaction, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
 
 export const DELIVERIES_CHANNEL = 'trackway_deliveries';
+export const BACKLOG_ERROR = 'backlog limit reached';
 
 export interface NewDelivery {
   orgId: number;
@@ -16,18 +20,19 @@ export interface NewDelivery {
 
 export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]): Promise<void> {
   if (rows.length === 0) return;
-  await tx
-    .insertInto('deliveries')
-    .values(
-      rows.map((r) => ({
-        org_id: r.orgId,
-        integration_id: r.integrationId,
-        kind: r.kind,
-        body: r.body,
-        next_attempt_at: sql<Date>`now()`,
-      })),
-    )
-    .execute();
+  // ids in the order given; the limits table is read by its primary key (and usually empty)
+  await sql`
+    INSERT INTO deliveries (org_id, integration_id, kind, body, status, next_attempt_at, last_error)
+    SELECT r.org_id, r.integration_id, r.kind, r.body,
+           CASE WHEN l.org_id IS NULL THEN 'pending' ELSE 'failed' END,
+           CASE WHEN l.org_id IS NULL THEN now() END,
+           CASE WHEN l.org_id IS NOT NULL THEN ${BACKLOG_ERROR} END
+    FROM unnest(${rows.map((r) => r.orgId)}::bigint[], ${rows.map((r) => r.integrationId)}::bigint[],
+                ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.body)}::text[])
+         WITH ORDINALITY AS r(org_id, integration_id, kind, body, ord)
+    LEFT JOIN webhook_backlog_limits l ON l.org_id = r.org_id AND l.integration_id = r.integration_id
+    ORDER BY r.ord
+  `.execute(tx);
   await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
 }
 

@@ -1,8 +1,10 @@
 // What a process runs for webhooks besides its handlers: the shared LISTEN
-// connection (which keeps every process's integration cache fresh) and,
-// when asked, the dispatcher. Used by `trackway serve` and `trackway dispatch`.
+// connection (which keeps every process's integration cache fresh), the
+// backlog counter (WEBHOOK_MAX_BACKLOG, backlog.ts) and, when asked, the
+// dispatcher. Used by `trackway serve` and `trackway dispatch`.
 import type { DbHandle } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
+import { type BacklogMonitor, type BacklogOptions, startBacklogMonitor } from './backlog.ts';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { type Notifications, startNotifications } from './notifications.ts';
 import { INTEGRATIONS_CHANNEL } from './targets.ts';
@@ -10,6 +12,7 @@ import { INTEGRATIONS_CHANNEL } from './targets.ts';
 export interface WebhookRuntime {
   notifications: Notifications;
   dispatcher: Dispatcher | undefined;
+  backlog: BacklogMonitor;
   /** stops the dispatcher gracefully, then the LISTEN connection */
   stop(): Promise<void>;
 }
@@ -17,7 +20,7 @@ export interface WebhookRuntime {
 export async function startWebhookRuntime(
   deps: Deps,
   handle: DbHandle,
-  opts: { dispatcher: boolean; dispatcherOptions?: DispatcherOptions },
+  opts: { dispatcher: boolean; dispatcherOptions?: DispatcherOptions; backlogOptions?: BacklogOptions },
 ): Promise<WebhookRuntime> {
   const url = handle.pool.options.connectionString;
   if (!url) throw new Error('the database handle has no connection string');
@@ -36,12 +39,15 @@ export async function startWebhookRuntime(
   }
   const dispatcher = opts.dispatcher ? new Dispatcher(deps, notifications, opts.dispatcherOptions) : undefined;
   dispatcher?.start();
+  const backlog = startBacklogMonitor(deps, opts.backlogOptions);
   let stopping: Promise<void> | undefined;
   return {
     notifications,
     dispatcher,
+    backlog,
     stop() {
       stopping ??= (async () => {
+        backlog.stop();
         await dispatcher?.stop();
         await notifications.close();
       })();

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
-import got, { type Got } from 'got';
+import got, { type Got, Options } from 'got';
 import { parseRetryAfter } from './retry.ts';
 import { REFUSED_CODE, checkUrlHost, guardedLookup } from './ssrf.ts';
 
@@ -68,6 +68,8 @@ export function createSender(opts: SenderOptions): Sender {
     http: http.Agent;
     https: https.Agent;
     usedAt: number;
+    /** got options prepared per timeout: building them per request is most of got's cost */
+    prepared: Map<number, Options>;
   }
   const agents = new Map<string, Agents>();
   const agentOptions = {
@@ -81,7 +83,7 @@ export function createSender(opts: SenderOptions): Sender {
   function agentsFor(origin: string): Agents {
     let a = agents.get(origin);
     if (!a) {
-      a = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions), usedAt: 0 };
+      a = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions), usedAt: 0, prepared: new Map() };
       agents.set(origin, a);
     }
     a.usedAt = Date.now();
@@ -112,6 +114,18 @@ export function createSender(opts: SenderOptions): Sender {
           hooks: { beforeRequest: [(o) => checkUrlHost(o.url as URL)] },
         }),
   });
+  function prepared(a: Agents, timeoutMs: number): Options {
+    let o = a.prepared.get(timeoutMs);
+    if (!o) {
+      o = new Options(
+        { method: 'POST', isStream: true, timeout: { request: timeoutMs }, agent: { http: a.http, https: a.https } },
+        undefined,
+        client.defaults.options,
+      );
+      a.prepared.set(timeoutMs, o);
+    }
+    return o;
+  }
 
   return {
     send(req) {
@@ -164,12 +178,9 @@ export function createSender(opts: SenderOptions): Sender {
         }
         const a = agentsFor(url.origin);
         try {
-          stream = client.stream.post(url, {
-            body: req.body,
-            headers: req.headers,
-            timeout: { request: req.timeoutMs },
-            agent: { http: a.http, https: a.https },
-          });
+          // got(url, options, defaults): only the body and headers are merged per request
+          const request = client as unknown as (u: URL, o: object, d: Options) => ReturnType<Got['stream']>;
+          stream = request(url, { body: req.body, headers: req.headers }, prepared(a, req.timeoutMs));
         } catch (err) {
           return finish(err);
         }

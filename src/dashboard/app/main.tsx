@@ -1,6 +1,6 @@
 // The dashboard: sign-in, then the platform's organisations and, per
 // organisation, its overview, integrations, deliveries and visitors.
-import { render } from 'preact';
+import { type JSX, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { clearSession, loadSession, onSessionExpired, type Session, saveSession } from './api.ts';
 import { Deliveries } from './deliveries.tsx';
@@ -14,7 +14,7 @@ import { Visitor, Visitors } from './visitors.tsx';
 function Page({ url }: { url: URL }) {
   const path = url.pathname;
   if (match(BASE, path) || match(`${BASE}/organisations`, path)) return <Organisations url={url} />;
-  const tabs: [string, (id: number, p: Record<string, string>) => preact.JSX.Element][] = [
+  const tabs: [string, (id: number, p: Record<string, string>) => JSX.Element][] = [
     [`${BASE}/organisations/:id`, (id) => <Overview orgId={id} />],
     [`${BASE}/organisations/:id/integrations`, (id) => <Integrations orgId={id} />],
     [`${BASE}/organisations/:id/deliveries`, (id) => <Deliveries orgId={id} />],
