@@ -221,25 +221,38 @@ async function main(): Promise<void> {
   const clients = ['193.0.6.139', '8.8.4.4', '2001:200::1', '81.2.69.160', '203.0.113.0', '1.1.1.1', '2a00:1450:4001::1', '200.160.2.3'];
   const xff = () => clients[seq % clients.length]!;
   const run = `${process.pid.toString(36)}${Date.now().toString(36)}`;
-  if (ONLY.has('ingest')) {
-    const body = JSON.stringify({
-      cart_url: 'https://bench-shop.example/cart',
-      product_id: 1234,
-      line_items: [{ quantity: 1, title: 'Linen shirt', line_price: 49.5, id: 'li-1', product_id: 1234, image_url: 'https://cdn.bench-shop.example/1234.jpg' }],
-      cart_value: 49.5,
-    });
-    results.push(
-      await compare(bare, svc, {
-        name: 'ingest (POST event/updatecart, distinct visitors)',
-        make: () => ({
-          method: 'POST',
-          path: `/jsv1/${org}/r${run}/c${run}-${++seq}/null/event/updatecart`,
-          body,
-          headers: { 'content-type': 'application/json', 'x-forwarded-for': xff() },
-        }),
-      }, rss),
-    );
+  const ingestBody = JSON.stringify({
+    cart_url: 'https://bench-shop.example/cart',
+    product_id: 1234,
+    line_items: [{ quantity: 1, title: 'Linen shirt', line_price: 49.5, id: 'li-1', product_id: 1234, image_url: 'https://cdn.bench-shop.example/1234.jpg' }],
+    cart_value: 49.5,
+  });
+  const ingest: Scenario = {
+    name: 'ingest (POST event/updatecart, distinct visitors)',
+    make: () => ({
+      method: 'POST',
+      path: `/jsv1/${org}/r${run}/c${run}-${++seq}/null/event/updatecart`,
+      body: ingestBody,
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': xff() },
+    }),
+  };
+  const firstPage: Scenario = {
+    name: 'read API first page (GET organisations/{id}/events?limit=50)',
+    make: () => ({ method: 'GET', path: `/v1/rest/bench/organisations/${org}/events?limit=50`, headers: { authorization: `Bearer ${token}` } }),
+  };
+  if (PRELOAD > 0) {
+    const { preloadEvents } = await import('./bench-preload.ts');
+    const before = [await compare(bare, svc, ingest, rss), await compare(bare, svc, firstPage, rss)];
+    log(`\n== preloading ${PRELOAD} events`);
+    await preloadEvents(dataDir, org, PRELOAD, log);
+    const after = [await compare(bare, svc, ingest, rss), await compare(bare, svc, firstPage, rss)];
+    for (let i = 0; i < before.length; i++) {
+      results.push({ ...before[i]!, stored_events: 'before preload' }, { ...after[i]!, stored_events: `after ${PRELOAD}` });
+    }
+  } else if (ONLY.has('ingest')) {
+    results.push(await compare(bare, svc, ingest, rss));
   }
+  if (ONLY.has('read') && PRELOAD === 0) results.push(await compare(bare, svc, firstPage, rss));
   if (ONLY.has('identify')) {
     results.push(
       await compare(bare, svc, {
@@ -287,8 +300,9 @@ async function main(): Promise<void> {
   log(`\ningest batches: ${pick('trackway_ingest_batch_size')}`);
   log(`ingest commits: ${pick('trackway_ingest_commit_seconds')}`);
   log('\n== summary');
-  for (const r of results as { scenario: string; bare_rps: number; service_rps: number; ratio: number; service_p99_ms: number }[]) {
-    log(`${r.scenario}: service ${r.service_rps} req/s vs bare ${r.bare_rps} req/s → ${r.ratio}× (p99 ${r.service_p99_ms} ms)`);
+  for (const r of results as { scenario: string; bare_rps: number; service_rps: number; ratio: number; service_p99_ms: number; stored_events?: string }[]) {
+    const when = r.stored_events ? ` [${r.stored_events}]` : '';
+    log(`${r.scenario}${when}: service ${r.service_rps} req/s vs bare ${r.bare_rps} req/s → ${r.ratio}× (p99 ${r.service_p99_ms} ms)`);
   }
   if (dispatch) log(`dispatch: ${JSON.stringify(dispatch)}`);
   log(`service max RSS: ${Math.round(rss.max)} MB`);

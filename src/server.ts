@@ -16,6 +16,7 @@ import { loadCipher, loadJwtSecret } from './platform/secrets.ts';
 import { Tokens } from './platform/tokens.ts';
 import { createTargetCache } from './webhooks/targets.ts';
 import { startWebhookRuntime, type WebhookRuntime } from './webhooks/runtime.ts';
+import { startPartitionMaintenance } from './tracking/partitions.ts';
 import { createOrganisationDirectory } from './platform/organisation-directory.ts';
 import { loadGeoLocator } from './tracking/geo.ts';
 import { createIngestor } from './tracking/ingest.ts';
@@ -77,6 +78,7 @@ export async function startOnDatabase(
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
   const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: opts.dispatcher });
+  const stopMaintenance = startPartitionMaintenance(deps.db, config.eventRetentionDays, log);
 
   let closing: Promise<void> | undefined;
   return {
@@ -85,6 +87,7 @@ export async function startOnDatabase(
     webhooks,
     close() {
       closing ??= (async () => {
+        stopMaintenance();
         // the dispatcher stops claiming and finishes its requests meanwhile
         const stopping = webhooks.stop();
         await new Promise<void>((resolve) => {

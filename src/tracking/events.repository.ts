@@ -35,12 +35,6 @@ export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promi
   `.execute(tx);
 }
 
-/** Creates the monthly partitions for this month and `ahead` months after it. */
-export async function ensureEventPartitions(db: Database, ahead = 2): Promise<number> {
-  const { rows } = await sql<{ made: number }>`SELECT trackway_ensure_event_partitions(${ahead}) AS made`.execute(db);
-  return rows[0]?.made ?? 0;
-}
-
 export interface EventQuery {
   orgId: number;
   coreId?: string;

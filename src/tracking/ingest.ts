@@ -7,6 +7,7 @@ import client from 'prom-client';
 import type { Deps } from '../deps.ts';
 import { isUnavailable } from '../http/errors.ts';
 import { processBatch } from './batch.service.ts';
+import { maintainEventPartitions } from './partitions.ts';
 import type { IngestItem } from './ingest.types.ts';
 
 export type { IngestItem } from './ingest.types.ts';
@@ -65,6 +66,11 @@ export function createIngestor(deps: Deps, opts: IngestOptions = {}): Ingestor {
         batchSize.observe(items.length);
         return;
       } catch (err) {
+        // no partition for this month yet (maintenance has not run): make it, go again
+        if ((err as { code?: string }).code === '23514' && /no partition/i.test(String((err as Error).message)) && attempt < 5) {
+          await maintainEventPartitions(deps.db, undefined);
+          continue;
+        }
         if (!retryable(err) || attempt >= 5) throw err;
         await new Promise((r) => setTimeout(r, attempt * 5 + Math.random() * 10));
       }
