@@ -156,6 +156,16 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
       },
       ctx,
     )) as { status: number; body?: unknown; headers?: Record<string, string>; type?: string };
+    const operationId = ctx.state.operationId as string | undefined;
+    if (deps.config.validateResponses && operationId && !result.type && result.body !== undefined) {
+      // TRACKWAY_VALIDATE_RESPONSES (on in the test suite): drift between a
+      // handler and the contract fails loudly instead of reaching a client
+      const check = api.validator.validateResponse(result.body, operationId, result.status);
+      if (check.errors) {
+        log.error({ operationId, status: result.status, errors: check.errors }, 'response does not match the contract');
+        throw new Error(`response of ${operationId} (${result.status}) does not match the contract`);
+      }
+    }
     ctx.status = result.status;
     if (result.headers) for (const [k, v] of Object.entries(result.headers)) ctx.set(k, v);
     if (result.type) ctx.type = result.type;

@@ -69,6 +69,7 @@ export async function startTestServer(
     TRACKWAY_DATA_DIR: `/tmp/trackway-test-data-${process.pid}`,
     TRACKWAY_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    TRACKWAY_VALIDATE_RESPONSES: 'true',
     ...env,
   });
   const log = createLogger(config.logLevel);
