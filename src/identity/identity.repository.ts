@@ -48,7 +48,12 @@ export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<Touc
       location: r.location,
     })),
   );
-  const { rows: out } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
+  // The old corex_id (read from the pre-statement rows, which `before` also
+  // locks) only matters when a row brings a corex_id; most batches bring none
+  // and use the cheaper statement.
+  const withCorex = rows.some((r) => r.corexId !== null);
+  const { rows: out } = withCorex
+    ? await sql<TouchedVisitor>`${sql.raw(PREPARE)}
     WITH incoming AS (
       SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
         org_id bigint, core_id text, roaming_id text, corex_id text,
@@ -70,6 +75,18 @@ export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<Touc
     RETURNING v.org_id, v.core_id, v.person_id, v.corex_id,
       (SELECT b.corex_id FROM before b WHERE b.org_id = v.org_id AND b.core_id = v.core_id) AS old_corex_id,
       (xmax = 0) AS inserted
+  `.execute(tx)
+    : await sql<TouchedVisitor>`${sql.raw(PREPARE)}
+    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)
+    SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
+      org_id bigint, core_id text, roaming_id text, corex_id text,
+      first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb)
+    ON CONFLICT (org_id, core_id) DO UPDATE SET
+      roaming_id = EXCLUDED.roaming_id,
+      last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
+      user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
+      location = COALESCE(EXCLUDED.location, v.location)
+    RETURNING v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, (xmax = 0) AS inserted
   `.execute(tx);
   return out;
 }
