@@ -104,36 +104,56 @@ export async function personsSharingCorex(tx: Tx, orgId: number, corexId: string
   return rows.map((r) => r.person_id);
 }
 
-export async function setVisitorName(tx: Tx, orgId: number, coreId: string, name: string): Promise<void> {
-  await tx.updateTable('visitors').set({ name }).where('org_id', '=', orgId).where('core_id', '=', coreId).execute();
+export interface IdentifiedContact {
+  id: number;
+  type: 'EMAIL' | 'PHONE';
+  value: string;
+  /** the person the contact belongs to (the visitor's, unless it was known before) */
+  person_id: number;
+  /** the link between this visitor and the contact is new */
+  linked: boolean;
 }
 
-/** The contact (created for `person` when new) and the person it belongs to. */
-export async function upsertContact(
+/**
+ * One identify, in one statement: the contacts (created for `person` when
+ * new), the visitor's links to them, and the name it gave.
+ */
+export async function identifyContacts(
   tx: Tx,
   orgId: number,
-  type: 'EMAIL' | 'PHONE',
-  value: string,
+  coreId: string,
   person: number,
-): Promise<{ id: number; person_id: number }> {
-  // DO UPDATE (a no-op) rather than DO NOTHING so an existing row is returned and locked
-  return tx
-    .insertInto('contacts')
-    .values({ org_id: orgId, type, value, person_id: person })
-    .onConflict((oc) => oc.columns(['org_id', 'type', 'value']).doUpdateSet({ person_id: sql`contacts.person_id` }))
-    .returning(['id', 'person_id'])
-    .executeTakeFirstOrThrow();
-}
-
-/** Links a visitor to a contact; true when the link is new. */
-export async function linkVisitorContact(tx: Tx, orgId: number, coreId: string, contactId: number): Promise<boolean> {
-  const r = await tx
-    .insertInto('visitor_contacts')
-    .values({ org_id: orgId, core_id: coreId, contact_id: contactId })
-    .onConflict((oc) => oc.doNothing())
-    .returning('contact_id')
-    .executeTakeFirst();
-  return r !== undefined;
+  contacts: { type: 'EMAIL' | 'PHONE'; value: string }[],
+  name: string | null,
+): Promise<IdentifiedContact[]> {
+  const input = JSON.stringify(contacts.map((c, ord) => ({ ...c, ord })));
+  // contacts: DO UPDATE (a no-op) rather than DO NOTHING so an existing row is returned and locked
+  const { rows } = await sql<IdentifiedContact>`${sql.raw(PREPARE)}
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(type text, value text, ord int)
+    ),
+    c AS (
+      INSERT INTO contacts AS k (org_id, type, value, person_id)
+      SELECT ${orgId}::bigint, type, value, ${person}::bigint FROM input ORDER BY ord
+      ON CONFLICT (org_id, type, value) DO UPDATE SET person_id = k.person_id
+      RETURNING k.id, k.type, k.value, k.person_id
+    ),
+    l AS (
+      INSERT INTO visitor_contacts (org_id, core_id, contact_id)
+      SELECT ${orgId}::bigint, ${coreId}::text, id FROM c
+      ON CONFLICT DO NOTHING
+      RETURNING contact_id
+    ),
+    named AS (
+      UPDATE visitors SET name = ${name}::text
+      WHERE org_id = ${orgId}::bigint AND core_id = ${coreId}::text AND ${name}::text IS NOT NULL
+      RETURNING 1
+    )
+    SELECT c.id, c.type, c.value, c.person_id, EXISTS (SELECT 1 FROM l WHERE l.contact_id = c.id) AS linked
+    FROM c
+  `.execute(tx);
+  const order = new Map(contacts.map((c, i) => [`${c.type}:${c.value}`, i]));
+  return rows.sort((a, b) => order.get(`${a.type}:${a.value}`)! - order.get(`${b.type}:${b.value}`)!);
 }
 
 export async function contactsOfPerson(tx: Tx, orgId: number, person: number) {

@@ -7,7 +7,7 @@ import type { DB, RecentView } from '../db/schema.ts';
 import type { Deps } from '../deps.ts';
 import {
   contactsOfPerson,
-  linkVisitorContact,
+  identifyContacts,
   lockPersons,
   mergePersons,
   personProfile,
@@ -15,9 +15,7 @@ import {
   type ProfileChange,
   personsSharingCorex,
   rememberProductUrls,
-  setVisitorName,
   upsertProfiles,
-  upsertContact,
   upsertVisitors,
   type VisitorTouch,
 } from '../identity/identity.repository.ts';
@@ -183,15 +181,16 @@ async function applyEvent(s: BatchState, it: EventItem, targets: Target[]): Prom
 async function applyIdentify(s: BatchState, it: IdentifyItem, targets: Target[]): Promise<void> {
   const { tx } = s;
   let person = s.personOfVisitor(it.orgId, it.coreId);
+  const contacts = contactsOf(it.payload);
+  const name = it.payload.name?.trim() || null;
+  if (contacts.length === 0 && name === null) return;
   const linked: { type: 'EMAIL' | 'PHONE'; value: string }[] = [];
-  for (const c of contactsOf(it.payload)) {
-    const contact = await upsertContact(tx, it.orgId, c.type, c.value, person);
+  for (const contact of await identifyContacts(tx, it.orgId, it.coreId, person, contacts, name)) {
+    // a contact already known belongs to another person: the two are one from now on
     if (s.find(contact.person_id) !== person) person = await s.merge(it.orgId, contact.person_id, person);
-    if (await linkVisitorContact(tx, it.orgId, it.coreId, contact.id)) linked.push(c);
+    if (contact.linked) linked.push({ type: contact.type, value: contact.value });
   }
   s.forgetContacts(person);
-  const name = it.payload.name?.trim();
-  if (name) await setVisitorName(tx, it.orgId, it.coreId, name);
   const notify = targets.filter((t) => t.doContacts);
   if (linked.length === 0 || notify.length === 0) return;
   await s.flushProfiles(); // the notification carries the activity recorded so far
