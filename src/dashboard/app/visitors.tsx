@@ -3,7 +3,7 @@
 // events (listEvents?core_id=).
 import { api, call, platform, type Schemas } from './api.ts';
 import { BASE, Link, navigate } from './router.ts';
-import { ago, dateTime, Empty, ExternalLink, Pager, Show, useAsync, usePager } from './ui.tsx';
+import { ago, Breakable, dateTime, Empty, ExternalLink, Pager, Show, useAsync, usePager } from './ui.tsx';
 
 function place(l: Schemas['Location'] | null): string {
   if (!l) return 'Unknown';
@@ -23,8 +23,8 @@ function Contacts({ contacts }: { contacts: Schemas['VisitorContact'][] }) {
   );
 }
 
-export function Visitors({ orgId }: { orgId: number }) {
-  const contactsOnly = new URL(location.href).searchParams.get('contacts') === '1';
+export function Visitors({ orgId, url }: { orgId: number; url: URL }) {
+  const contactsOnly = url.searchParams.get('contacts') === '1';
   const pager = usePager(contactsOnly);
   const list = useAsync(
     () =>
@@ -93,12 +93,19 @@ export function Visitors({ orgId }: { orgId: number }) {
                 </tbody>
               </table>
               <Pager pager={pager} next={page.next_cursor} />
+              <GeoAttribution />
             </>
           )
         }
       </Show>
     </section>
   );
+}
+
+/** Locations come from DB-IP Lite (CC BY 4.0), which asks for this link wherever they are shown. */
+function GeoAttribution({ inline = false }: { inline?: boolean }) {
+  const link = <a href="https://db-ip.com">IP Geolocation by DB-IP</a>;
+  return inline ? <span class="muted small">({link})</span> : <p class="muted small">Locations: {link}</p>;
 }
 
 /** The gist of an event body: the page, product, category or cart value it is about. */
@@ -158,7 +165,9 @@ export function Visitor({ orgId, coreId }: { orgId: number; coreId: string }) {
               </div>
               <div>
                 <dt>Location</dt>
-                <dd>{place(v.location)}</dd>
+                <dd>
+                  {place(v.location)} <GeoAttribution inline />
+                </dd>
               </div>
               <div>
                 <dt>First seen</dt>
@@ -233,7 +242,7 @@ export function Visitor({ orgId, coreId }: { orgId: number; coreId: string }) {
                         <code>{e.name}</code>
                       </td>
                       <td data-label="Details" class="wrap">
-                        {summary(e)}
+                        <Breakable text={summary(e)} />
                       </td>
                     </tr>
                   ))}
