@@ -24,14 +24,17 @@ describe('dashboard in Chromium', function () {
   let srv: TestServer;
   let account: Account;
   let org: { id: number; domain: string; token: string };
+  /** an organisation with no activity, for the empty states */
+  let quiet: { id: number } | undefined;
   let testReceiver: TestReceiver;
   let failingReceiver: TestReceiver;
-  const visitorA = { core: unique('ca'), roaming: unique('ra') };
-  const visitorB = { core: unique('cb'), roaming: unique('rb') };
+  // public addresses of known places, as a proxy in front of Trackway reports them (TRUST_PROXY)
+  const visitorA = { core: unique('ca'), roaming: unique('ra'), ip: '193.0.6.139' }; // RIPE NCC, Amsterdam
+  const visitorB = { core: unique('cb'), roaming: unique('rb'), ip: '2001:200::1' }; // WIDE project, Japan
   const problems: string[] = [];
 
-  async function track(v: { core: string; roaming: string }, name: string, body: Record<string, unknown>) {
-    const r = await srv.api.post(`/jsv1/${org.id}/${v.roaming}/${v.core}/null/event/${name}`, body);
+  async function track(v: typeof visitorA, name: string, body: Record<string, unknown>) {
+    const r = await srv.api.post(`/jsv1/${org.id}/${v.roaming}/${v.core}/null/event/${name}`, body, { headers: { 'x-forwarded-for': v.ip } });
     expect(r.status, r.text).to.equal(202);
   }
 
@@ -69,12 +72,15 @@ describe('dashboard in Chromium', function () {
 
   before(async function () {
     browser = await launchChromium(this);
-    srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '200ms' }, { dispatcher: true });
+    srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '200ms', TRUST_PROXY: 'true' }, { dispatcher: true });
     account = await newAccount(srv);
     testReceiver = await TestReceiver.start(() => ({ status: 200, body: '{"ok":true}' }));
     failingReceiver = await TestReceiver.start(() => ({ status: 500, body: 'receiver is down' }));
     // 26 older merchants (paging at 25), then the one the flows use, the newest
-    for (let i = 0; i < 26; i++) await newMerchant(srv, account, { domain: `${unique('older')}.shop.example` });
+    for (let i = 0; i < 26; i++) {
+      const m = await newMerchant(srv, account, { domain: `${unique('older')}.shop.example` });
+      quiet ??= m.organisation;
+    }
     const main = await newMerchant(srv, account, { domain: `${unique('linen')}.shop.example`, organisation_name: "Jane's Linen Shop" });
     org = main.organisation;
     await track(visitorA, 'view', { page: 'https://linen.example/' });
@@ -135,7 +141,7 @@ describe('dashboard in Chromium', function () {
       expect(page.url()).to.include('?q=');
       await page.getByLabel('Search by domain').fill('no-such-domain');
       await page.getByRole('button', { name: 'Search' }).click();
-      await visible(page.getByText('No organisation’s domain contains'));
+      await visible(page.getByText("No organisation's domain contains"));
       await page.getByRole('button', { name: 'Clear' }).click();
       await visible(rows.nth(24));
     });
@@ -158,9 +164,9 @@ describe('dashboard in Chromium', function () {
       const stats = page.locator('dl.stats > div');
       await visible(stats.first());
       expect((await stats.allTextContents()).map((t) => t.replace(/\s+/g, ' '))).to.deep.equal([
-        'Visitors2 last 24 h2 last 7 days',
-        'Contacts0 last 24 h0 last 7 days',
-        'Events4 last 24 h4 last 7 days',
+        'Visitors2last 24 hours2 over 7 days',
+        'Contacts0last 24 hours0 over 7 days',
+        'Events4last 24 hours4 over 7 days',
       ]);
       expect(await page.locator('.chart svg rect.bar').count()).to.equal(24);
       expect(await page.locator('.chart svg').getAttribute('aria-label')).to.match(/^4 events in the last 24 hours/);
@@ -175,6 +181,7 @@ describe('dashboard in Chromium', function () {
       await page.getByLabel('Endpoint URL').fill(testReceiver.url);
       await page.getByLabel('Auth token (optional)').fill('dashboard-token-1234');
       await page.getByLabel('Events of known contacts').check();
+      await screenshot(page, 'dashboard-integration-form-desktop', true);
       await page.getByRole('button', { name: 'Create integration' }).click();
       const card = page.getByRole('listitem', { name: `Integration ${testReceiver.url}` });
       await visible(card);
@@ -207,7 +214,9 @@ describe('dashboard in Chromium', function () {
       await form.getByRole('button', { name: 'Save changes' }).click();
       await visible(page.getByText('Integration saved.'));
       await page.waitForFunction(() => document.querySelector('.cards')?.textContent?.includes('15 s'));
-      expect(await card.textContent()).to.include('contact matches').and.not.include('and events').and.include('****1234');
+      const edited = await card.textContent();
+      expect(edited).to.include('contact matches').and.include('****1234');
+      expect(edited).to.not.include('and events');
 
       // deactivate and activate: the credential survives (a test still carries it)
       await card.getByRole('button', { name: 'Deactivate' }).click();
@@ -238,7 +247,9 @@ describe('dashboard in Chromium', function () {
       expect(page.url()).to.include('status=failed');
 
       // the identify makes a contact match; the receiver answers 500 twice and it dead-letters
-      const r = await srv.api.get(`/jsv1/identify/${org.id}/${visitorA.roaming}/${visitorA.core}/${b64url({ email: 'Jane.Doe@Example.com', name: 'Jane Doe' })}`);
+      const r = await srv.api.get(`/jsv1/identify/${org.id}/${visitorA.roaming}/${visitorA.core}/${b64url({ email: 'Jane.Doe@Example.com', name: 'Jane Doe' })}`, {
+        headers: { 'x-forwarded-for': visitorA.ip },
+      });
       expect(r.status, r.text).to.equal(200);
       const card = page.getByRole('listitem').filter({ hasText: 'Contact match' });
       await visible(card, 20_000); // the page refreshes itself
@@ -264,8 +275,8 @@ describe('dashboard in Chromium', function () {
       await page.getByRole('navigation', { name: 'Organisation' }).getByRole('link', { name: 'Visitors' }).click();
       const rows = page.locator('table.rows tbody tr');
       await page.waitForFunction(() => document.querySelectorAll('table.rows tbody tr').length === 2);
-      expect(await rows.first().textContent()).to.include('Jane Doe').and.include('jane.doe@example.com');
-      expect(await rows.nth(1).textContent()).to.include(visitorB.core);
+      expect(await rows.first().textContent()).to.include('Jane Doe').and.include('jane.doe@example.com').and.include('NL').and.include('just now');
+      expect(await rows.nth(1).textContent()).to.include(visitorB.core).and.include('JP');
       await page.getByRole('button', { name: 'Contacts only' }).click();
       await page.waitForFunction(() => document.querySelectorAll('table.rows tbody tr').length === 1);
       await fitsWidth(page, DESKTOP.width, 'visitors');
@@ -300,13 +311,23 @@ describe('dashboard in Chromium', function () {
       }, expired);
       await page.goto(`${srv.url}/dashboard/organisations/${org.id}/visitors`);
       await visible(page.getByText('Your session has expired. Sign in again to continue.'));
+      await screenshot(page, 'dashboard-signin-expired-desktop', true);
       expect(await page.evaluate(() => sessionStorage.getItem('trackway.session'))).to.equal(null);
 
-      // signing in again lands on the page that was open
-      await page.getByLabel('Platform name').fill(account.platform);
-      await page.getByLabel('Email').fill(account.email);
-      await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      // the form is filled in again but for the password; signing in with the keyboard alone lands on the page that was open
+      expect(await page.getByLabel('Platform name').inputValue()).to.equal(account.platform);
+      expect(await page.getByLabel('Email').inputValue()).to.equal(account.email);
+      await page.getByLabel('Email').focus();
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.id)).to.equal('password');
+      await page.keyboard.type(PASSWORD);
+      await page.keyboard.press('Tab');
+      const focus = await page.evaluate(() => {
+        const el = document.activeElement as HTMLElement;
+        return { text: el.textContent, outline: getComputedStyle(el).outlineStyle, width: getComputedStyle(el).outlineWidth };
+      });
+      expect(focus, 'a visible focus ring on the button').to.deep.equal({ text: 'Sign in', outline: 'solid', width: '3px' });
+      await page.keyboard.press('Enter');
       await visible(page.getByRole('heading', { name: 'Visitors' }));
 
       await page.getByRole('button', { name: 'Sign out' }).click();
@@ -316,42 +337,52 @@ describe('dashboard in Chromium', function () {
   });
 
   describe('at phone width, with the data the flows above made', () => {
-  it('fits every page at phone width (390 px) and photographs it', async () => {
-    const { context, page } = await open(PHONE);
-    try {
-      await page.goto(`${srv.url}/dashboard`);
-      await visible(page.getByRole('button', { name: 'Sign in' }));
-      await fitsWidth(page, PHONE.width, 'sign-in');
-      await screenshot(page, 'dashboard-signin-phone', true);
-      await signIn(page);
-      const base = `${srv.url}/dashboard/organisations/${org.id}`;
-      const pages: [string, string, () => Promise<void>][] = [
-        ['organisations', `${srv.url}/dashboard`, () => visible(page.locator('table.rows tbody tr').first())],
-        ['organisation', base, () => visible(page.locator('.chart svg'))],
-        ['integrations', `${base}/integrations`, () => visible(page.locator('.cards .card').first())],
-        [
-          'deliveries',
-          `${base}/deliveries`,
-          async () => {
-            await visible(page.getByRole('button', { name: /Show attempts/ }).first());
-            await page.getByRole('button', { name: /Show attempts/ }).first().click();
-          },
-        ],
-        ['visitors', `${base}/visitors`, () => visible(page.locator('table.rows tbody tr').first())],
-        ['visitor', `${base}/visitors/${visitorA.core}`, () => visible(page.getByRole('heading', { name: 'Jane Doe' }))],
-      ];
-      for (const [name, url, ready] of pages) {
-        await page.goto(url);
-        await ready();
-        await page.waitForFunction(() => !document.querySelector('.spinner'));
-        await fitsWidth(page, PHONE.width, name);
-        await screenshot(page, `dashboard-${name}-phone`, true);
+    it('fits every page at phone width (390 px) and photographs it', async () => {
+      const { context, page } = await open(PHONE);
+      try {
+        await page.goto(`${srv.url}/dashboard`);
+        await visible(page.getByRole('button', { name: 'Sign in' }));
+        await fitsWidth(page, PHONE.width, 'sign-in');
+        await screenshot(page, 'dashboard-signin-phone', true);
+        await signIn(page);
+        const base = `${srv.url}/dashboard/organisations/${org.id}`;
+        const pages: [string, string, () => Promise<void>][] = [
+          ['organisations', `${srv.url}/dashboard`, () => visible(page.locator('table.rows tbody tr').first())],
+          ['organisation', base, () => visible(page.locator('.chart svg'))],
+          ['integrations', `${base}/integrations`, () => visible(page.locator('.cards .card').first())],
+          [
+            'deliveries',
+            `${base}/deliveries`,
+            async () => {
+              await visible(page.getByRole('button', { name: /Show attempts/ }).first());
+              await page.getByRole('button', { name: /Show attempts/ }).first().click();
+            },
+          ],
+          ['visitors', `${base}/visitors`, () => visible(page.locator('table.rows tbody tr').first())],
+          ['visitor', `${base}/visitors/${visitorA.core}`, () => visible(page.getByRole('heading', { name: 'Jane Doe' }))],
+          [
+            'integration-form',
+            `${base}/integrations`,
+            async () => {
+              await page.getByRole('button', { name: 'New integration' }).click();
+              await visible(page.getByLabel('Endpoint URL'));
+            },
+          ],
+          // the empty states, on an organisation without any activity
+          ['organisation-empty', `${srv.url}/dashboard/organisations/${quiet!.id}`, () => visible(page.getByText('No events in the last 24 hours.'))],
+          ['visitors-empty', `${srv.url}/dashboard/organisations/${quiet!.id}/visitors`, () => visible(page.getByText('No visitors yet.'))],
+        ];
+        for (const [name, url, ready] of pages) {
+          await page.goto(url);
+          await ready();
+          await page.waitForFunction(() => !document.querySelector('.spinner'));
+          await fitsWidth(page, PHONE.width, name);
+          await screenshot(page, `dashboard-${name}-phone`, true);
+        }
+      } finally {
+        await context.close();
       }
-    } finally {
-      await context.close();
-    }
-  });
-
+    });
   });
 
   describe('throughout', () => {

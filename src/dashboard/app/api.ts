@@ -33,10 +33,10 @@ export function clearSession(): void {
 
 export const api = createClient<paths>({ baseUrl: location.origin });
 
-let expired: (() => void) | undefined;
+let expired: ((was: Session) => void) | undefined;
 
 /** Called when the API rejects the token (expired, or signed with an old key): back to sign-in. */
-export function onSessionExpired(fn: () => void): void {
+export function onSessionExpired(fn: (was: Session) => void): void {
   expired = fn;
 }
 
@@ -49,9 +49,10 @@ api.use({
     return request;
   },
   onResponse({ response, schemaPath }) {
-    if (response.status === 401 && !isLogin(schemaPath)) {
+    const s = loadSession();
+    if (response.status === 401 && !isLogin(schemaPath) && s) {
       clearSession();
-      expired?.();
+      expired?.(s);
     }
     return undefined;
   },

@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, type ApiFailure, call, platform, type Schemas } from './api.ts';
 import { BASE, navigate } from './router.ts';
-import { Badge, dateTime, Empty, ErrorNote, Pager, Show, timeOfDay, useAsync, usePager } from './ui.tsx';
+import { Badge, Breakable, dateTime, Empty, ErrorNote, Pager, Show, timeOfDay, useAsync, usePager } from './ui.tsx';
 
 type Delivery = Schemas['Delivery'];
 type Status = Delivery['status'];
@@ -19,8 +19,8 @@ const FILTERS: [Status | '', string][] = [
 ];
 const TONE = { pending: 'warn', delivered: 'ok', failed: 'bad', cancelled: 'off' } as const;
 
-export function Deliveries({ orgId }: { orgId: number }) {
-  const raw = new URL(location.href).searchParams.get('status') ?? '';
+export function Deliveries({ orgId, url }: { orgId: number; url: URL }) {
+  const raw = url.searchParams.get('status') ?? '';
   const status = FILTERS.some(([s]) => s === raw) ? (raw as Status | '') : '';
   const pager = usePager(status);
   const list = useAsync(
@@ -140,13 +140,15 @@ function DeliveryCard({ delivery: d, endpoint, onRetried }: { delivery: Delivery
         <Badge tone={TONE[d.status]}>{d.status}</Badge>
       </div>
       <dl class="meta">
-        <div>
+        <div class="wide">
           <dt>Contact</dt>
-          <dd class="wrap">{d.payload.contact}</dd>
+          <dd class="wrap">
+            <Breakable text={d.payload.contact} />
+          </dd>
         </div>
-        <div>
+        <div class="wide">
           <dt>To</dt>
-          <dd class="wrap">{endpoint ?? `integration #${d.integration_id}`}</dd>
+          <dd class="wrap">{endpoint ? <Breakable text={endpoint} /> : `integration #${d.integration_id}`}</dd>
         </div>
         <div>
           <dt>Created</dt>
@@ -167,7 +169,7 @@ function DeliveryCard({ delivery: d, endpoint, onRetried }: { delivery: Delivery
           </div>
         )}
         {d.last_error && (
-          <div>
+          <div class="wide">
             <dt>Last error</dt>
             <dd class="wrap">{d.last_error}</dd>
           </div>
@@ -200,7 +202,7 @@ function DeliveryCard({ delivery: d, endpoint, onRetried }: { delivery: Delivery
             {d.attempts.map((a, n) => (
               <tr key={n}>
                 <td data-label="Time">
-                  <time dateTime={a.attempted_at}>{dateTime(a.attempted_at)}</time>
+                  <time dateTime={a.attempted_at}>{dateTime(a.attempted_at, true)}</time>
                 </td>
                 <td data-label="Status">{a.status_code ?? '—'}</td>
                 <td data-label="Duration">{a.duration_ms} ms</td>

@@ -4,15 +4,20 @@
 // and "send test" (testIntegration).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, type ApiFailure, call, platform, type Schemas } from './api.ts';
-import { Badge, CopyButton, dateTime, Empty, ErrorNote, Show, useAsync } from './ui.tsx';
+import { Badge, Breakable, CopyButton, dateTime, Empty, ErrorNote, Pager, Show, useAsync, usePager } from './ui.tsx';
 
 type Integration = Schemas['Integration'];
 
 export function Integrations({ orgId }: { orgId: number }) {
+  const pager = usePager(orgId);
   const list = useAsync(
     () =>
-      call(api.GET('/v1/rest/{platform_name}/integration', { params: { path: { platform_name: platform() }, query: { org_id: orgId, limit: 200 } } })),
-    [orgId],
+      call(
+        api.GET('/v1/rest/{platform_name}/integration', {
+          params: { path: { platform_name: platform() }, query: { org_id: orgId, cursor: pager.cursor, limit: 50 } },
+        }),
+      ),
+    [orgId, pager.cursor],
   );
   const [creating, setCreating] = useState(false);
   const [message, setMessage] = useState('');
@@ -51,11 +56,14 @@ export function Integrations({ orgId }: { orgId: number }) {
               <Empty title="No integrations yet.">Create one to receive contact matches and events at your webhook endpoint.</Empty>
             )
           ) : (
-            <ul class="cards">
-              {page.items.map((i) => (
-                <IntegrationCard key={i.id} integration={i} onChanged={done} />
-              ))}
-            </ul>
+            <>
+              <ul class="cards">
+                {page.items.map((i) => (
+                  <IntegrationCard key={i.id} integration={i} onChanged={done} />
+                ))}
+              </ul>
+              <Pager pager={pager} next={page.next_cursor} />
+            </>
           )
         }
       </Show>
@@ -272,11 +280,13 @@ function IntegrationCard({ integration: i, onChanged }: { integration: Integrati
   return (
     <li class="card" aria-label={`Integration ${i.data.endpoint}`}>
       <div class="card-head">
-        <code class="wrap endpoint">{i.data.endpoint}</code>
+        <code class="wrap endpoint">
+          <Breakable text={i.data.endpoint} />
+        </code>
         {i.active ? <Badge tone="ok">Active</Badge> : <Badge tone="off">Inactive</Badge>}
       </div>
       <dl class="meta">
-        <div>
+        <div class="wide">
           <dt>Sends</dt>
           <dd>{subscriptions}</dd>
         </div>

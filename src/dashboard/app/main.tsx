@@ -17,8 +17,8 @@ function Page({ url }: { url: URL }) {
   const tabs: [string, (id: number, p: Record<string, string>) => JSX.Element][] = [
     [`${BASE}/organisations/:id`, (id) => <Overview orgId={id} />],
     [`${BASE}/organisations/:id/integrations`, (id) => <Integrations orgId={id} />],
-    [`${BASE}/organisations/:id/deliveries`, (id) => <Deliveries orgId={id} />],
-    [`${BASE}/organisations/:id/visitors`, (id) => <Visitors orgId={id} />],
+    [`${BASE}/organisations/:id/deliveries`, (id) => <Deliveries orgId={id} url={url} />],
+    [`${BASE}/organisations/:id/visitors`, (id) => <Visitors orgId={id} url={url} />],
     [`${BASE}/organisations/:id/visitors/:core`, (id, p) => <Visitor orgId={id} coreId={p.core!} />],
   ];
   for (const [pattern, view] of tabs) {
@@ -42,12 +42,15 @@ function App() {
   const url = useLocation();
   const [session, setSession] = useState<Session | null>(loadSession);
   const [notice, setNotice] = useState<string | null>(null);
+  // who was signed in, to fill in the sign-in form again
+  const [last, setLast] = useState<Pick<Session, 'platform' | 'email'> | null>(null);
   const main = useRef<HTMLElement>(null);
 
   useEffect(
     () =>
-      onSessionExpired(() => {
+      onSessionExpired((was) => {
         setSession(null);
+        setLast(was);
         setNotice('Your session has expired. Sign in again to continue.');
       }),
     [],
@@ -67,11 +70,11 @@ function App() {
     return (
       <SignIn
         notice={notice}
+        last={last}
         onSignedIn={(s) => {
           saveSession(s);
           setNotice(null);
           setSession(s);
-          if (url.pathname === `${BASE}/sign-in`) navigate(BASE, { replace: true });
         }}
       />
     );
@@ -80,6 +83,7 @@ function App() {
   const signOut = () => {
     clearSession();
     setSession(null);
+    setLast(session);
     setNotice('You have signed out.');
     navigate(BASE);
   };
@@ -107,4 +111,6 @@ function App() {
   );
 }
 
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+root.textContent = ''; // the "Loading the dashboard…" placeholder
+render(<App />, root);

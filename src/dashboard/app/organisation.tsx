@@ -4,7 +4,7 @@ import { createContext, type ComponentChildren } from 'preact';
 import { useContext, useEffect } from 'preact/hooks';
 import { api, call, platform, type Schemas } from './api.ts';
 import { BASE, Link } from './router.ts';
-import { Badge, CopyButton, date, Empty, Show, useAsync } from './ui.tsx';
+import { Badge, Breakable, CopyButton, date, Empty, Show, useAsync } from './ui.tsx';
 
 const OrgContext = createContext<Schemas['OrganisationDetail'] | null>(null);
 
@@ -67,7 +67,7 @@ export function Overview({ orgId }: { orgId: number }) {
   return (
     <section>
       <h1 tabIndex={-1} class="wrap">
-        {org.domain}
+        <Breakable text={org.domain} />
       </h1>
       {org.organisation_name && <p class="muted">{org.organisation_name}</p>}
 
@@ -129,10 +129,9 @@ function Stat({ label, day, week }: { label: string; day: number; week: number }
   return (
     <div>
       <dt>{label}</dt>
-      <dd>
-        <span class="big">{day.toLocaleString()}</span> last 24 h
-      </dd>
-      <dd class="muted">{week.toLocaleString()} last 7 days</dd>
+      <dd class="big">{day.toLocaleString()}</dd>
+      <dd>last 24 hours</dd>
+      <dd class="muted">{week.toLocaleString()} over 7 days</dd>
     </div>
   );
 }

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, call, platform } from './api.ts';
 import { BASE, Link, navigate } from './router.ts';
-import { Badge, date, Empty, Pager, Show, useAsync, usePager } from './ui.tsx';
+import { Badge, Breakable, date, Empty, Pager, Show, useAsync, usePager } from './ui.tsx';
 
 export function Organisations({ url }: { url: URL }) {
   const q = url.searchParams.get('q')?.trim() ?? '';
@@ -71,10 +71,10 @@ export function Organisations({ url }: { url: URL }) {
                     <tr key={o.id}>
                       <td data-label="Domain">
                         <Link href={`${BASE}/organisations/${o.id}`} class="wrap">
-                          {o.domain}
+                          <Breakable text={o.domain} />
                         </Link>
                       </td>
-                      <td data-label="Organisation name">{o.organisation_name || <span class="muted">—</span>}</td>
+                      <td data-label="Name">{o.organisation_name || <span class="muted">—</span>}</td>
                       <td data-label="Created">
                         <time dateTime={o.created_at}>{date(o.created_at)}</time>
                       </td>

@@ -2,9 +2,16 @@
 import { useState } from 'preact/hooks';
 import { api, ApiFailure, call, type Session } from './api.ts';
 
-export function SignIn({ notice, onSignedIn }: { notice: string | null; onSignedIn: (s: Session) => void }) {
-  const [platform, setPlatform] = useState('');
-  const [email, setEmail] = useState('');
+interface Props {
+  notice: string | null;
+  /** who was signed in before (after an expired session or a sign-out) */
+  last: Pick<Session, 'platform' | 'email'> | null;
+  onSignedIn: (s: Session) => void;
+}
+
+export function SignIn({ notice, last, onSignedIn }: Props) {
+  const [platform, setPlatform] = useState(last?.platform ?? '');
+  const [email, setEmail] = useState(last?.email ?? '');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);

@@ -1,6 +1,6 @@
 // Shared pieces of every page: loading data, the loading / error / empty
 // states, copy buttons, paging, badges and date formatting.
-import type { ComponentChildren } from 'preact';
+import { type ComponentChildren, Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure } from './api.ts';
 
@@ -159,8 +159,9 @@ export function Pager({ pager, next }: { pager: ReturnType<typeof usePager>; nex
   );
 }
 
-export function dateTime(iso: string): string {
-  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+/** Date and time; `seconds` for things that happen seconds apart (delivery attempts). */
+export function dateTime(iso: string, seconds = false): string {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: seconds ? 'medium' : 'short' });
 }
 
 export function date(iso: string): string {
@@ -186,7 +187,22 @@ export function ExternalLink({ url }: { url: string }) {
   if (!/^https?:\/\//i.test(url)) return <span class="wrap">{url}</span>;
   return (
     <a class="wrap" href={url} target="_blank" rel="noopener noreferrer nofollow">
-      {url}
+      <Breakable text={url} />
     </a>
+  );
+}
+
+/** A domain, URL or email that may wrap after its dots and slashes or before its @, rather than anywhere. */
+export function Breakable({ text }: { text: string }) {
+  const parts = text.split(/(?<=[./])|(?=@)/);
+  return (
+    <>
+      {parts.map((p, i) => (
+        <Fragment key={i}>
+          {i > 0 && <wbr />}
+          {p}
+        </Fragment>
+      ))}
+    </>
   );
 }
