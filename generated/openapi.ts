@@ -1350,7 +1350,7 @@ export interface components {
     schemas: {
         /**
          * Format: int64
-         * @description Numeric identifier assigned by Trackway (users, organisations, integrations, deliveries, learning events).
+         * @description Numeric identifier assigned by Trackway (users, organisations, integrations, deliveries, learning events); at most 2^53 - 1, so it is exact in JavaScript.
          */
         ResourceId: number;
         /**
@@ -3276,6 +3276,8 @@ export interface operations {
             400: components["responses"]["PlatformBadRequest"];
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
+            413: components["responses"]["PlatformPayloadTooLarge"];
+            415: components["responses"]["PlatformUnsupportedMediaType"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -4147,13 +4149,21 @@ export interface operations {
                     "application/json": components["schemas"]["PlatformError"];
                 };
             };
+            413: components["responses"]["PlatformPayloadTooLarge"];
+            415: components["responses"]["PlatformUnsupportedMediaType"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
     };
     getTrackerScript: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Any version string a shop adds to bust its own caches (`tracker.js?v=3`); ignored.
+                 * @example 3
+                 */
+                v?: string;
+            };
             header?: {
                 /**
                  * @description ETag of a cached copy; a match answers 304 without a body.
@@ -4194,6 +4204,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["TrackingBadRequest"];
             500: components["responses"]["TrackingInternalError"];
         };
     };
@@ -4912,6 +4923,7 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
+            400: components["responses"]["PlatformBadRequest"];
             500: components["responses"]["PlatformInternalError"];
         };
     };
@@ -4939,6 +4951,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReadinessStatus"];
                 };
             };
+            400: components["responses"]["PlatformBadRequest"];
             500: components["responses"]["PlatformInternalError"];
             /** @description Not ready, typically because the database cannot be reached. */
             503: {

@@ -8,6 +8,7 @@ import { createDb, type Database, type DbHandle, migrate } from './db/database.t
 import { locateDatabase } from './db/connect.ts';
 import type { Deps } from './deps.ts';
 import { createApp } from './http/app.ts';
+import { answerClientError } from './http/client-errors.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { handlers } from './http/registry.ts';
 import type { Logger } from './log.ts';
@@ -70,6 +71,8 @@ export async function startOnDatabase(
     app.callback(),
   );
   server.keepAliveTimeout = 65_000;
+  // what node's HTTP parser refuses is answered in the area's JSON error shape too
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

@@ -36,6 +36,11 @@ export function createDb(connectionString: string, opts: DbOptions = {}): DbHand
   // An idle client whose server went away (a restart, an admin shutdown)
   // emits 'error' on the pool; without a listener that would crash us.
   pool.on('error', (err) => opts.onError?.(err));
+  // A checked-out client has no listener of pg-pool's: a 57P01 (fast shutdown,
+  // pg_terminate_backend) arriving between two statements of a transaction
+  // would be an uncaught 'error' event and end the process. The statement in
+  // flight fails on its own (answered 503); the pool drops the dead client.
+  pool.on('connect', (client) => client.on('error', (err) => opts.onError?.(err)));
   pool.on('connect', preparedStatements);
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   let closed = false;

@@ -126,6 +126,9 @@ export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenA
     unauthorizedHandler: (c: Context) => {
       const failure = (c.security.bearerAuth as { error?: unknown } | undefined)?.error;
       if (failure instanceof ApiError) throw failure;
+      // anything else (the database unreachable, a bug) is not the caller's fault:
+      // rethrown, it renders as 503 or 500 instead of a misleading 401
+      if (failure) throw failure;
       throw new ApiError(
         401,
         { code: 4010, message: 'A valid bearer token is required' },

@@ -25,6 +25,9 @@ const TEXT_TYPE = /^text\/plain\s*(;|$)/i;
 function render(ctx: Koa.Context, err: ApiError): void {
   ctx.status = err.status;
   for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
+  // refused before its body was read (413 on Content-Length, 415): the rest of
+  // the body is not worth reading, and the connection cannot be reused safely
+  if (!ctx.req.complete) ctx.set('Connection', 'close');
   ctx.body = err.body;
 }
 
@@ -32,6 +35,9 @@ function hasBody(ctx: Koa.Context): boolean {
   const len = ctx.get('content-length');
   return (len !== '' && len !== '0') || ctx.get('transfer-encoding') !== '';
 }
+
+/** Methods whose bodies the contract defines; a body on any other (GET, DELETE) is not read. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> {
   const { log, metrics } = deps;
@@ -126,6 +132,7 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
       throw areaError(area, 'validation', 'The path holds malformed percent-encoding');
     }
     guardUrl(area, decodedPath, ctx.query);
+    if (!BODY_METHODS.has(ctx.method)) return next();
     if (hasBody(ctx)) {
       const type = ctx.get('content-type');
       const ok = JSON_TYPE.test(type) || (area === 'tracking' && TEXT_TYPE.test(type));
@@ -138,11 +145,21 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
         throw areaError(area, 'payload_too_large', `The body exceeds the limit of ${BODY_LIMITS[area]} bytes`);
       }
     }
-    await parsers[area](ctx, () => {
-      // right after parsing: what PostgreSQL could not store never goes further
-      guardBody(area, (ctx.request as { body?: unknown }).body);
-      return next();
-    });
+    let parsed = false;
+    try {
+      await parsers[area](ctx, () => {
+        parsed = true;
+        // right after parsing: what PostgreSQL could not store never goes further
+        guardBody(area, (ctx.request as { body?: unknown }).body);
+        return next();
+      });
+    } catch (err) {
+      // a body that does not decompress (Content-Encoding: gzip over plain bytes) is the client's
+      if (!parsed && !(err instanceof ApiError) && (err as { status?: unknown }).status === undefined) {
+        throw areaError(area, 'validation', 'The body cannot be decoded with its Content-Encoding');
+      }
+      throw err;
+    }
   });
 
   app.use(async (ctx) => {

@@ -24,39 +24,55 @@ function refuse(area: Area, path: string, message: string): never {
   throw areaError(area, 'validation', `Invalid request: ${path} ${message}`, { errors });
 }
 
-function keyPath(parent: string, key: string | number): string {
-  if (typeof key === 'number') return `${parent}.${key}`;
-  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${parent}.${key}` : `${parent}[${JSON.stringify(key.slice(0, 40))}]`;
+interface Entry {
+  v: unknown;
+  depth: number;
+  parent: Entry | undefined;
+  key: string | number;
+}
+
+/** `body.items.0.title`, built only for the one place that is reported. */
+function pathOf(e: Entry): string {
+  const parts: string[] = [];
+  for (let cur: Entry | undefined = e; cur; cur = cur.parent) {
+    const k = cur.key;
+    parts.push(typeof k === 'number' || /^[A-Za-z_$][\w$]*$/.test(k) || !cur.parent ? `${k}` : JSON.stringify(k.slice(0, 40)));
+  }
+  return parts.reverse().join('.');
 }
 
 /**
- * Throws 400 in the area's shape unless every string and key of the parsed
- * body is storable and objects/arrays nest at most MAX_JSON_DEPTH levels.
+ * The first place in a parsed JSON value that PostgreSQL could not store: a
+ * string or key with a NUL character or an unpaired surrogate, or an object
+ * or array nested deeper than MAX_JSON_DEPTH (the value itself is level 1).
  */
-export function guardBody(area: Area, body: unknown): void {
-  if (typeof body === 'string') {
-    if (!isStorableText(body)) refuse(area, 'body', BAD_TEXT);
-    return;
-  }
-  if (typeof body !== 'object' || body === null) return;
-  const stack: { v: unknown; depth: number; path: string }[] = [{ v: body, depth: 1, path: 'body' }];
+export function findUnstorable(value: unknown, root = 'body'): { path: string; message: string } | undefined {
+  const stack: Entry[] = [{ v: value, depth: 1, parent: undefined, key: root }];
   while (stack.length > 0) {
-    const { v, depth, path } = stack.pop()!;
+    const e = stack.pop()!;
+    const v = e.v;
     if (typeof v === 'string') {
-      if (!isStorableText(v)) refuse(area, path, BAD_TEXT);
+      if (!isStorableText(v)) return { path: pathOf(e), message: BAD_TEXT };
       continue;
     }
     if (typeof v !== 'object' || v === null) continue;
-    if (depth > MAX_JSON_DEPTH) refuse(area, path, `is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    if (e.depth > MAX_JSON_DEPTH) return { path: pathOf(e), message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
     if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) stack.push({ v: v[i], depth: depth + 1, path: keyPath(path, i) });
+      for (let i = 0; i < v.length; i++) stack.push({ v: v[i], depth: e.depth + 1, parent: e, key: i });
     } else {
       for (const key of Object.keys(v)) {
-        if (!isStorableText(key)) refuse(area, path, `has a key that ${BAD_TEXT}`);
-        stack.push({ v: (v as Record<string, unknown>)[key], depth: depth + 1, path: keyPath(path, key) });
+        if (!isStorableText(key)) return { path: pathOf(e), message: `has a key that ${BAD_TEXT}` };
+        stack.push({ v: (v as Record<string, unknown>)[key], depth: e.depth + 1, parent: e, key });
       }
     }
   }
+  return undefined;
+}
+
+/** Throws 400 in the area's shape when the parsed body holds something PostgreSQL could not store. */
+export function guardBody(area: Area, body: unknown): void {
+  const bad = findUnstorable(body);
+  if (bad) refuse(area, bad.path, bad.message);
 }
 
 /** Throws 400 in the area's shape when the decoded path or a query value holds a NUL character. */

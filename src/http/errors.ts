@@ -17,7 +17,10 @@ export type ErrorKind =
   | 'rate_limited'
   | 'internal'
   | 'not_implemented'
-  | 'unavailable';
+  | 'unavailable'
+  // only from node's HTTP parser, before a request reaches the app (client-errors.ts)
+  | 'request_timeout'
+  | 'headers_too_large';
 
 export class ApiError extends Error {
   constructor(
@@ -49,6 +52,8 @@ const STATUS: Record<ErrorKind, number> = {
   internal: 500,
   not_implemented: 501,
   unavailable: 503,
+  request_timeout: 408,
+  headers_too_large: 431,
 };
 
 const PLATFORM_CODE: Record<ErrorKind, number> = {
@@ -64,6 +69,8 @@ const PLATFORM_CODE: Record<ErrorKind, number> = {
   internal: 5000,
   not_implemented: 5010,
   unavailable: 5030,
+  request_timeout: 4080,
+  headers_too_large: 4310,
 };
 
 const TRACKING_ERROR: Record<ErrorKind, string> = {
@@ -79,6 +86,8 @@ const TRACKING_ERROR: Record<ErrorKind, string> = {
   internal: 'internal_error',
   not_implemented: 'not_implemented',
   unavailable: 'unavailable',
+  request_timeout: 'request_timeout',
+  headers_too_large: 'headers_too_large',
 };
 
 const ANALYTICS_CODE: Record<ErrorKind, number> = {
@@ -94,6 +103,8 @@ const ANALYTICS_CODE: Record<ErrorKind, number> = {
   internal: 5500,
   not_implemented: 5101,
   unavailable: 5503,
+  request_timeout: 5108,
+  headers_too_large: 5131,
 };
 
 export interface FieldError {
@@ -144,9 +155,11 @@ export function areaError(
  * resolves to several addresses), 57P01 "terminating connection due to
  * administrator command" (a fast shutdown), 57P02/57P03 (crash, starting up or
  * shutting down), "Connection terminated unexpectedly" (a query in flight
- * when the server went away), "timeout exceeded when trying to connect" (the
- * pool's connect timeout), "Connection terminated due to connection timeout",
- * and "Client has encountered a connection error and is not queryable".
+ * when the server went away), "timeout exceeded when trying to connect" (no
+ * pool slot within the connect timeout), "Connection terminated due to
+ * connection timeout" (the pool's new connection timed out), "timeout expired"
+ * (a client's), and "Client has encountered a connection error and is not
+ * queryable". test/reliability/db-restart.test.ts makes pg throw each of them.
  */
 export function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string; errors?: unknown[] } | undefined;
@@ -159,20 +172,21 @@ export function isUnavailable(err: unknown): boolean {
   if (/^(57P0[123]|53300|08...)$/.test(code)) return true;
   if (Array.isArray(e.errors) && e.errors.length > 0 && e.errors.every(isUnavailable)) return true;
   const msg = typeof e.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Client has encountered a connection error|Client was closed and is not queryable/i.test(
     msg,
   );
 }
 
 /**
  * PostgreSQL refusing a value the client sent: a NUL character in text or
- * jsonb (22021 character_not_in_repertoire, 22P05 untranslatable_character)
- * or JSON nested too deeply for it (54001 statement_too_complex). The body
- * guard refuses these before they get here; this is the backstop (400).
+ * jsonb (22021 character_not_in_repertoire, 22P05 untranslatable_character),
+ * JSON nested too deeply for it (54001 statement_too_complex), or a number
+ * out of its column's range (22003). The body guard and the contract refuse
+ * these before they get here; this is the backstop (400).
  */
 export function isRejectedInput(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;
-  return code === '22021' || code === '22P05' || code === '54001';
+  return code === '22021' || code === '22P05' || code === '54001' || code === '22003';
 }
 
 /** 503 in the area's shape with Retry-After: the database cannot be reached right now. */

@@ -3,6 +3,7 @@
 // UTF-8 JSON validated against the contract's IdentifyPayload.
 import type { ValidateFunction } from 'ajv';
 import { createAjv } from '../http/ajv.ts';
+import { findUnstorable } from '../http/body-guard.ts';
 import { contractDocument } from '../http/contract.ts';
 import { trackingError } from '../http/errors.ts';
 import type { Schemas } from '../http/types.ts';
@@ -48,5 +49,8 @@ export function decodeIdentifyPayload(segment: string): IdentifyPayload {
     const where = first?.instancePath ? first.instancePath.slice(1) : 'payload';
     throw invalid(`The decoded payload is invalid: ${where} ${first?.message ?? 'is invalid'}`);
   }
+  // what the body guard refuses in bodies: text PostgreSQL cannot store
+  const bad = findUnstorable(value, 'payload');
+  if (bad) throw invalid(`The decoded payload is invalid: ${bad.path} ${bad.message}`);
   return value as IdentifyPayload;
 }

@@ -5,6 +5,7 @@
 // see backlog.ts) they are written failed with BACKLOG_ERROR instead: kept,
 // visible and retryable through the API, but not queued.
 import { type Transaction, sql } from 'kysely';
+import { PREPARE } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
 
 export const DELIVERIES_CHANNEL = 'trackway_deliveries';
@@ -20,8 +21,9 @@ export interface NewDelivery {
 
 export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]): Promise<void> {
   if (rows.length === 0) return;
-  // ids in the order given; the limits table is read by its primary key (and usually empty)
-  await sql`
+  // ids in the order given; the limits table is read by its primary key (and usually empty);
+  // a fixed text with array parameters, so it is prepared once per connection
+  await sql`${sql.raw(PREPARE)}
     INSERT INTO deliveries (org_id, integration_id, kind, body, status, next_attempt_at, last_error)
     SELECT r.org_id, r.integration_id, r.kind, r.body,
            CASE WHEN l.org_id IS NULL THEN 'pending' ELSE 'failed' END,
@@ -33,7 +35,7 @@ export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]
     LEFT JOIN webhook_backlog_limits l ON l.org_id = r.org_id AND l.integration_id = r.integration_id
     ORDER BY r.ord
   `.execute(tx);
-  await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
+  await sql`${sql.raw(PREPARE)}SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
 }
 
 /** Deactivating or deleting an integration stops what it has not yet delivered. */

@@ -39,6 +39,14 @@ describe('browser tracker script', () => {
     expect(() => new vm.Script(r.text)).not.to.throw();
   });
 
+  it('ignores a cache-busting ?v= that shops add to the snippet, and refuses other parameters', async () => {
+    const plain = await srv.api.get('/jsv1/tracker.js');
+    const busted = await srv.api.get('/jsv1/tracker.js?v=3');
+    expect(busted.status).to.equal(200);
+    expect(busted.text).to.equal(plain.text);
+    expect((await srv.api.get('/jsv1/tracker.js?debug=1')).status).to.equal(400);
+  });
+
   it('serves it gzipped to clients that accept gzip, with its own ETag', async () => {
     const { code, etag, gzipBytes } = await getTracker();
     // raw bytes: node's fetch would decompress, so ask node:http

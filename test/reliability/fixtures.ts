@@ -1,0 +1,102 @@
+// A tenant with one of everything, made through the API: a platform account,
+// a merchant organisation, a webhook integration, an identified visitor with
+// events, a delivery and a learning event. The fuzz and auth suites aim their
+// requests at these real ids so they get past authentication and lookups.
+// Every identifying string carries a tag, so a leak is easy to spot.
+import { expect } from 'chai';
+import type { TestServer } from '../support/harness.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+
+export interface FullTenant {
+  tag: string;
+  account: Account;
+  orgId: number;
+  orgToken: string;
+  domain: string;
+  integrationId: number;
+  signingSecret: string;
+  authToken: string;
+  deliveryId: number;
+  coreId: string;
+  roamingId: string;
+  email: string;
+  payload: string;
+  /** values a request can name in a path or query parameter, by parameter name */
+  values: Record<string, string>;
+  /** strings that identify this tenant and must never reach another one */
+  secrets: string[];
+}
+
+export const b64url = (value: unknown) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+
+/** `endpoint` should be a local TestReceiver: nothing may leave the machine, not even a DNS lookup. */
+export async function fullTenant(srv: TestServer, endpoint: string, platform = 'acme', label = 'tenant'): Promise<FullTenant> {
+  const tag = unique(`${label}x`).toLowerCase();
+  const account = await newAccount(srv, platform);
+  const m = await newMerchant(srv, account, { organisation_name: `org-name-${tag}`, name: `user-name-${tag}`, phone: '+44 20 7946 0958' });
+  const orgId = m.organisation.id;
+  const authToken = `auth-token-${tag}-ZQXW`;
+  const hook = await newWebhook(srv, account, orgId, { endpoint: `${endpoint}?tenant=${tag}`, authToken });
+  const coreId = `core-${tag}`.slice(0, 64);
+  const roamingId = `roam-${tag}`.slice(0, 64);
+  const email = `visitor-${tag}@visitors.example`;
+  const payload = b64url({ email, name: `visitor-name-${tag}` });
+  const id = await srv.api.get(`/jsv1/identify/${orgId}/${roamingId}/${coreId}/${payload}`);
+  expect(id.status, id.text).to.equal(200);
+  const ev = await srv.api.post(`/jsv1/${orgId}/${roamingId}/${coreId}/null/event/productview`, {
+    product_id: 7,
+    price: 10,
+    product_url: `https://shop-${tag}.example.com/p/7`,
+  });
+  expect(ev.status, ev.text).to.equal(202);
+  const learn = await srv.api.post('/rest/v1/learn/event', { org_token: m.organisation.token, eventName: `learn-${tag}`, eventVal: { tag } });
+  expect(learn.status, learn.text).to.equal(200);
+  const deliveries = await srv.api.get(`/v1/rest/${platform}/organisations/${orgId}/deliveries`, { token: account.token });
+  expect(deliveries.status, deliveries.text).to.equal(200);
+  expect(deliveries.body.items.length, 'the identify and the event queued deliveries').to.be.greaterThan(0);
+  const deliveryId = deliveries.body.items[0].id as number;
+  const values: Record<string, string> = {
+    platform_name: platform,
+    org_id: String(orgId),
+    integration_id: String(hook.id),
+    delivery_id: String(deliveryId),
+    core_id: coreId,
+    roaming_id: roamingId,
+    corex_id: 'null',
+    payload,
+    name: 'productview',
+    status: 'pending',
+    limit: '5',
+    contacts_only: 'true',
+    q: m.organisation.domain.slice(0, 10),
+    page: `https://shop-${tag}.example.com/`,
+  };
+  return {
+    tag,
+    account,
+    orgId,
+    orgToken: m.organisation.token,
+    domain: m.organisation.domain,
+    integrationId: hook.id,
+    signingSecret: hook.signing_secret,
+    authToken,
+    deliveryId,
+    coreId,
+    roamingId,
+    email,
+    payload,
+    values,
+    secrets: [
+      tag,
+      account.email,
+      account.token,
+      m.organisation.token,
+      m.organisation.domain,
+      m.user.email,
+      hook.signing_secret,
+      authToken,
+      email,
+      coreId,
+    ],
+  };
+}
