@@ -111,22 +111,28 @@ export async function startOnDatabase(
   };
 }
 
-/** `trackway dispatch`: the dispatcher alone on the database (migrated first, like serve). */
-export async function dispatch(config: Config, log: Logger): Promise<() => Promise<void>> {
+/**
+ * The database lifecycle `serve` and `dispatch` share: locate it (embedded or
+ * DATABASE_URL), open a pool, migrate, run `start`; the function returned
+ * stops what `start` started, then closes the pool and releases the database.
+ */
+async function onMigratedDatabase(
+  config: Config,
+  log: Logger,
+  poolSize: number,
+  start: (handle: DbHandle, where: string) => Promise<() => Promise<void>>,
+): Promise<() => Promise<void>> {
   const location = await locateDatabase(config, log, 'serve');
   const handle = createDb(location.url, {
-    max: 10,
+    max: poolSize,
     onError: (err) => log.warn({ err }, 'idle database connection failed'),
   });
   try {
     const applied = await migrate(handle.db);
     if (applied.length) log.info({ migrations: applied }, 'applied migrations');
-    const deps = await buildDeps(config, handle.db, log);
-    const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: true });
-    log.info({ database: location.embedded ? 'embedded' : 'external' }, 'Trackway dispatcher is up');
-    process.stdout.write(`Trackway dispatcher is running (${location.embedded ? `embedded PostgreSQL in ${config.dataDir}` : 'DATABASE_URL'})\n`);
+    const stop = await start(handle, location.embedded ? `embedded PostgreSQL in ${config.dataDir}` : 'DATABASE_URL');
     return async () => {
-      await webhooks.stop();
+      await stop();
       await handle.close();
       await location.release();
     };
@@ -137,22 +143,26 @@ export async function dispatch(config: Config, log: Logger): Promise<() => Promi
   }
 }
 
-export async function serve(config: Config, log: Logger, opts: ServeOptions): Promise<() => Promise<void>> {
-  const location = await locateDatabase(config, log, 'serve');
-  const handle = createDb(location.url, {
-    max: 40,
-    onError: (err) => log.warn({ err }, 'idle database connection failed'),
+/** `trackway dispatch`: the dispatcher alone on the database (migrated first, like serve). */
+export function dispatch(config: Config, log: Logger): Promise<() => Promise<void>> {
+  return onMigratedDatabase(config, log, 10, async (handle, where) => {
+    const deps = await buildDeps(config, handle.db, log);
+    const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: true });
+    log.info({ database: where }, 'Trackway dispatcher is up');
+    process.stdout.write(`Trackway dispatcher is running (${where})\n`);
+    return () => webhooks.stop();
   });
-  try {
-    const applied = await migrate(handle.db);
-    if (applied.length) log.info({ migrations: applied }, 'applied migrations');
+}
+
+export function serve(config: Config, log: Logger, opts: ServeOptions): Promise<() => Promise<void>> {
+  return onMigratedDatabase(config, log, 40, async (handle, where) => {
     const running = await startOnDatabase(config, handle, log, opts);
     const base = config.publicUrl;
-    log.info({ listen: running.url, database: location.embedded ? 'embedded' : 'external' }, 'Trackway is up');
+    log.info({ listen: running.url, database: where }, 'Trackway is up');
     process.stdout.write(
       [
         '',
-        `Trackway is listening on ${config.host}:${config.port} (${location.embedded ? `embedded PostgreSQL in ${config.dataDir}` : 'DATABASE_URL'})`,
+        `Trackway is listening on ${config.host}:${config.port} (${where})`,
         `  API         ${base}/v1/rest/{platform}/...`,
         `  API docs    ${base}/docs`,
         `  Dashboard   ${base}/dashboard`,
@@ -160,14 +170,6 @@ export async function serve(config: Config, log: Logger, opts: ServeOptions): Pr
         '',
       ].join('\n') + '\n',
     );
-    return async () => {
-      await running.close();
-      await handle.close();
-      await location.release();
-    };
-  } catch (e) {
-    await handle.close();
-    await location.release();
-    throw e;
-  }
+    return () => running.close();
+  });
 }
