@@ -300,10 +300,3 @@ export async function stopEmbedded(dataDir: string): Promise<void> {
   const bin = binaries(who);
   await exec(bin.pgCtl, ['stop', '-D', pgdata, '-m', 'fast', '-w', '-t', '120', '-s'], who);
 }
-
-/** Connection details of a running embedded server, for CLI commands. */
-export function embeddedInfo(dataDir: string): ConnectionInfo | undefined {
-  const pgdata = path.join(path.resolve(dataDir), PG_SUBDIR);
-  if (runningPostmaster(pgdata) === undefined) return undefined;
-  return readInfo(path.resolve(dataDir));
-}

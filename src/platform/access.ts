@@ -19,8 +19,3 @@ export async function requireOrganisation(db: Database, principal: Principal, or
     .executeTakeFirst();
   if (!row) throw forbidden();
 }
-
-/** Query helper: the ids of the organisations the caller may see, as a subquery. */
-export function assignedOrganisations(db: Database, principal: Principal) {
-  return db.selectFrom('organisation_members').select('org_id').where('user_id', '=', principal.userId);
-}
