@@ -328,6 +328,65 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
+        /**
+         * Change an organisation's trust settings
+         * @description Changes any of the organisation's trust settings (at least one must be
+         *     sent; the others keep their values) and returns the organisation.
+         *
+         *     - `allowed_domains`: the host names (each with its subdomains) that
+         *       product and cart URLs may come from. A URL whose host is outside them
+         *       is stored with its event but never enters `last_view`,
+         *       `last_addtocart` or the product URL catalogue, so no notification
+         *       and no visitor read carries it; narrowing the list applies to what
+         *       was recorded before too. `null` goes back to the default: the
+         *       organisation's own domain. Entries are lower-cased; duplicates are
+         *       dropped; an IP address allows only itself.
+         *     - `enforce_origin`: refuse tracking requests from outside
+         *       `allowed_domains` (403 `origin_not_allowed`).
+         *     - `identity_verification`: `optional` or `required` (see
+         *       `identifyVisitor`). Switching to `required` does not undo links made
+         *       before.
+         *
+         *     Running Trackway processes apply a change within seconds. An
+         *     organisation not assigned to the caller answers 403 (code 4030);
+         *     invalid input 400 (code 4000) with `errors`.
+         */
+        patch: operations["updateOrganisationSettings"];
+        trace?: never;
+    };
+    "/v1/rest/{platform_name}/organisations/{org_id}/identity-secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace an organisation's identity secret
+         * @description Makes a new random `identity_secret` for the organisation and returns
+         *     the organisation with it. Hashes made with the old secret stop
+         *     matching at once (within seconds in other Trackway processes): deploy
+         *     the new secret to the shop's server right away, or switch
+         *     `identity_verification` to `optional` while you do. No request body.
+         *     An organisation not assigned to the caller answers 403 (code 4030).
+         */
+        post: operations["rotateIdentitySecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -633,7 +692,8 @@ export interface paths {
          *     (first-party, two years) and `roaming_id` (per session, renewed after 30
          *     minutes idle) in localStorage, with a cookie fallback, and exposes
          *     `window.trackway`:
-         *     - `identify({email, phone, name})` calls `identifyVisitor`;
+         *     - `identify({email, phone, name, hash})` calls `identifyVisitor`
+         *       (`hash` is the identity-verification HMAC the shop's server computed);
          *     - `track(eventName, body)` records one of the events below;
          *     - `setCorexId(id)` sets the shop's own visitor id (`corex_id`);
          *     - `ids()` returns `{org_id, roaming_id, core_id, corex_id}`.
@@ -686,7 +746,7 @@ export interface paths {
         /**
          * Identify a visitor
          * @description Tells Trackway who the visitor `core_id` is. The last path segment is
-         *     an `IdentifyPayload` (`{email, phone, name}`, at least one field),
+         *     an `IdentifyPayload` (`{email, phone, name, hash}`, at least one field),
          *     serialised as JSON, UTF-8 encoded and base64url-encoded, e.g.
          *     `btoa(JSON.stringify(p)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')`
          *     (for non-ASCII text, encode the JSON to UTF-8 bytes first). Standard
@@ -703,6 +763,27 @@ export interface paths {
          *       `do_contacts`. Identifying again with the same contact sends nothing.
          *     - Visitors sharing a contact or a `corex_id` are treated as one person
          *       for the recent activity in notifications.
+         *
+         *     Identity verification (the organisation's `identity_verification`):
+         *     - `hash` is the lower-case hex HMAC-SHA256 of the normalised email (or,
+         *       without an email, of the normalised phone), keyed with the
+         *       organisation's `identity_secret`, computed by the shop's server. A
+         *       `hash` that is sent must match, in every mode; the contact it covers
+         *       is then linked as verified (`verified: true` in `contactMatched` and
+         *       on the visitor's contacts). Identifying again with a valid `hash`
+         *       upgrades an existing link without a new notification.
+         *     - `optional` (the default): a payload without `hash` works as before
+         *       and makes unverified links.
+         *     - `required`: a payload without a valid `hash` answers 403
+         *       `unverified_identity` and stores nothing (no visitor, contact, link
+         *       or event). A phone sent beside a hashed email is not covered by the
+         *       hash and is ignored (not stored, not linked). Visitors are joined
+         *       into one person only through verified contacts: `corex_id`
+         *       stitching, which the browser alone controls, is off.
+         *
+         *     With `enforce_origin`, a request whose `Origin` (else `Referer`) host is
+         *     outside the organisation's `allowed_domains`, or that carries neither,
+         *     answers 403 `origin_not_allowed` before anything is stored.
          *
          *     A payload that is not valid base64, not JSON, or not a valid
          *     `IdentifyPayload` answers 400 `invalid_payload`; bad identifiers answer
@@ -806,7 +887,8 @@ export interface paths {
          * @description Records that the visitor added `product_id` to the cart. The product's
          *     URL (the latest `product_url` seen for that `product_id`, else
          *     `cart_url`) becomes the person's `last_addtocart` in contact-match
-         *     notifications. When the visitor resolves to a contact, every active
+         *     notifications; a URL whose host is outside the organisation's
+         *     `allowed_domains` never does (it is stored with the event only). When the visitor resolves to a contact, every active
          *     integration with `do_events` receives an `eventExported` notification
          *     with `event` `addtocart`.
          *
@@ -896,7 +978,9 @@ export interface paths {
         put?: never;
         /**
          * Record a checkout
-         * @description Records that the visitor proceeded to checkout with `items`. When the
+         * @description Records that the visitor proceeded to checkout with `items`. An item's
+         *     `product_url` inside the organisation's `allowed_domains` becomes the
+         *     URL of its `product_id` (for `last_addtocart`). When the
          *     visitor resolves to a contact, every active integration with
          *     `do_events` receives an `eventExported` notification with `event`
          *     `checkout`.
@@ -941,7 +1025,9 @@ export interface paths {
         put?: never;
         /**
          * Record a purchase
-         * @description Records a completed purchase (`order_id`). When the visitor resolves to
+         * @description Records a completed purchase (`order_id`). An item's `product_url`
+         *     inside the organisation's `allowed_domains` becomes the URL of its
+         *     `product_id` (for `last_addtocart`). When the visitor resolves to
          *     a contact, every active integration with `do_events` receives an
          *     `eventExported` notification with `event` `buy`.
          *
@@ -987,7 +1073,10 @@ export interface paths {
          * Record a product view
          * @description Records that the visitor viewed a product page. `product_url` feeds
          *     `last_view` (the last three distinct viewed products) of contact-match
-         *     notifications. When the visitor resolves to a contact, every active
+         *     notifications, and becomes the URL of `product_id`, only when its host
+         *     is one of the organisation's `allowed_domains` (its own domain and
+         *     subdomains by default); any other URL is stored with the event and
+         *     nowhere else. When the visitor resolves to a contact, every active
          *     integration with `do_events` receives an `eventExported` notification
          *     with `event` `view`.
          *
@@ -1177,7 +1266,13 @@ export interface webhooks {
          *     `last_view` (up to three product URLs, most recent first) and
          *     `last_addtocart` describe the person's recent activity, merged across
          *     their visitors (those sharing a contact or a `corex_id`); each is left
-         *     out, not `null`, when there is no data.
+         *     out, not `null`, when there is no data. They only ever hold URLs
+         *     whose host is one of the organisation's `allowed_domains`: a URL a
+         *     browser sent from anywhere else never reaches a notification.
+         *
+         *     `verified` tells whether the identify call carried a valid `hash`
+         *     (identity verification) for this contact; an unverified match was
+         *     asserted by a browser alone.
          *
          *     **Delivery.** At least once: de-duplicate on `webhook-id`, which stays
          *     the same on every retry. Verify `webhook-signature` with the
@@ -1433,6 +1528,8 @@ export interface components {
          *     |---|---|---|
          *     | `invalid_request` | 400 | a path segment, query parameter or body failed validation |
          *     | `invalid_payload` | 400 | the identify payload is not base64 of a valid JSON object |
+         *     | `origin_not_allowed` | 403 | the organisation enforces its origin (`enforce_origin`) and the request's `Origin` (else `Referer`) is outside its `allowed_domains`, or missing |
+         *     | `unverified_identity` | 403 | the identify `hash` does not match, or the organisation requires identity verification and none was sent |
          *     | `unknown_organisation` | 404 | no active organisation has this `org_id` |
          *     | `not_found` | 404 | no such route |
          *     | `method_not_allowed` | 405 | method not allowed on this path |
@@ -1448,7 +1545,7 @@ export interface components {
              * @description Stable error identifier (see the table above).
              * @enum {string}
              */
-            error: "invalid_request" | "invalid_payload" | "unknown_organisation" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "not_implemented" | "internal_error" | "unavailable";
+            error: "invalid_request" | "invalid_payload" | "origin_not_allowed" | "unverified_identity" | "unknown_organisation" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "not_implemented" | "internal_error" | "unavailable";
             /** @description Human-readable explanation. */
             message: string;
             /** @description Identifier of the request, also sent as `X-Request-Id`. */
@@ -1545,7 +1642,7 @@ export interface components {
             /** @description `""` on creation. */
             features_enabled: string;
         };
-        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration. */
+        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`) and `identity_secret`. */
         OrganisationDetail: {
             id: components["schemas"]["ResourceId"];
             /** @description Organisation token; send it as `org_token` to the analytics host. */
@@ -1565,10 +1662,35 @@ export interface components {
             features_enabled: string;
             /** @description The `organisation_name` sent at registration (`""` when none was sent). */
             organisation_name: string;
+            identity_verification: components["schemas"]["IdentityVerification"];
+            /** @description The effective list of host names the organisation's product and cart URLs (and, with `enforce_origin`, its tracking requests) may come from; each entry also allows its subdomains. By default the organisation's own domain (as compared at registration: no scheme, `www.`, port or path). */
+            allowed_domains: string[];
+            /** @description When `true`, tracking requests (identify, events, the pixel) whose `Origin` header (else the host of their `Referer`) is outside `allowed_domains`, or that carry neither, are refused with 403 `origin_not_allowed`. `false` by default. */
+            enforce_origin: boolean;
+            /** @description The key of identity verification: the identify payload's `hash` is HMAC-SHA256 keyed with these 64 characters (as they are, not hex-decoded). Keep it on the shop's server; rotate it with `rotateIdentitySecret`. */
+            identity_secret: string;
         };
         OrganisationList: {
             items: components["schemas"]["OrganisationDetail"][];
             next_cursor: components["schemas"]["NextCursor"];
+        };
+        /**
+         * @description `optional` (the default): identify calls work without a `hash`; links made with a valid one are marked verified. `required`: an identify without a valid `hash` is refused (403 `unverified_identity`) and stores nothing, and visitors are joined only through verified contacts (no `corex_id` stitching).
+         * @enum {string}
+         */
+        IdentityVerification: "optional" | "required";
+        /**
+         * @description A host name without scheme, port or path (`shop.example.com`; it allows its subdomains too), or an IP address (which allows only itself). Lower-cased when stored. Internationalised names in their `xn--` form. A name with a single label is refused, except `localhost`.
+         * @example shop.example.com
+         */
+        AllowedDomain: string;
+        /** @description The settings to change (at least one); a setting left out keeps its value. */
+        OrganisationSettingsRequest: {
+            identity_verification?: components["schemas"]["IdentityVerification"];
+            /** @description The new list of allowed host names (1 to 50, duplicates dropped), or `null` to go back to the default (the organisation's own domain and its subdomains). */
+            allowed_domains?: components["schemas"]["AllowedDomain"][] | null;
+            /** @description Refuse tracking requests from outside `allowed_domains` (403 `origin_not_allowed`). */
+            enforce_origin?: boolean;
         };
         LoginRequest: {
             /** @description Email of the platform account (case-insensitive). */
@@ -1731,6 +1853,8 @@ export interface components {
             type: components["schemas"]["ContactType"];
             /** @description Email trimmed and lower-cased, or phone with spaces, dashes, dots and brackets removed (a leading `+` kept). */
             value: string;
+            /** @description `true` when an identify call with a valid `hash` (identity verification) linked this contact to a visitor. */
+            verified: boolean;
         };
         /** @description Recent activity of the person this visitor belongs to (merged across visitors that share a contact or a `corex_id`), as sent in contact-match notifications. */
         VisitorRecent: {
@@ -1872,6 +1996,11 @@ export interface components {
          *       "phone": "+44 20 7946 0958",
          *       "name": "Jane Doe"
          *     }
+         * @example {
+         *       "email": "jane.doe@example.com",
+         *       "name": "Jane Doe",
+         *       "hash": "3f0b4c1e9a7d2b6c8e5f1a0d4b7c9e2f6a1d3c5b7e9f0a2c4d6e8b1a3c5d7e9f"
+         *     }
          */
         IdentifyPayload: {
             /** @description Email address of the visitor; surrounding spaces are ignored, case is not significant. */
@@ -1880,6 +2009,8 @@ export interface components {
             phone?: string;
             /** @description Name of the visitor. */
             name?: string;
+            /** @description Identity verification: the lower-case hex HMAC-SHA256 of the normalised `email` (trimmed, lower-cased) or, when there is no email, of the normalised `phone` (spaces, dashes, dots and brackets removed), keyed with the organisation's `identity_secret` (its 64 characters as shown, used as the key bytes as they are, not hex-decoded). Computed by the shop's server for the signed-in customer, never in the browser. A `hash` that is sent must match (else 403 `unverified_identity`, in every mode); a matching one marks the link verified. Required when the organisation's `identity_verification` is `required`. */
+            hash?: string;
         };
         IdentifyResponse: {
             /** @description The `core_id` of the identified visitor (the one in the path). */
@@ -2005,9 +2136,11 @@ export interface components {
             date: string;
             /** @description Organisation identifier, as a string of digits. */
             org_id: string;
-            /** @description URL of the product last added to cart by this person. Left out when there is none. */
+            /** @description `true` when the identify call carried a valid `hash` for this contact (identity verification): the shop's server vouched that the visitor is this customer. `false` means the browser alone said so; treat such a match with care (for example, do not send it marketing email before it is confirmed). Always sent by this version; a stored delivery made before identity verification existed lacks it. */
+            verified?: boolean;
+            /** @description URL of the product last added to cart by this person. Left out when there is none. Always a URL inside the organisation's `allowed_domains`. */
             last_addtocart?: components["schemas"]["HttpUrl"];
-            /** @description Product URLs of the last three distinct products this person viewed, most recent first. Left out when there are none. */
+            /** @description Product URLs of the last three distinct products this person viewed, most recent first, inside the organisation's `allowed_domains`. Left out when there are none. */
             last_view?: components["schemas"]["HttpUrl"][];
         };
         /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. */
@@ -2247,6 +2380,24 @@ export interface components {
                  * @example {
                  *       "error": "unknown_organisation",
                  *       "message": "Unknown or inactive organisation.",
+                 *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TrackingError"];
+            };
+        };
+        /** @description The organisation enforces its origin (`enforce_origin`) and this request's `Origin` header (else the host of its `Referer`) is outside the organisation's `allowed_domains`, or the request carries neither (`origin_not_allowed`). Nothing was recorded. */
+        TrackingOriginNotAllowed: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "origin_not_allowed",
+                 *       "message": "The origin phish.attacker.example is not one of the allowed domains of organisation 42",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -3337,7 +3488,13 @@ export interface operations {
                      *           "modified_at": "2024-05-14T09:21:07.482913+00:00",
                      *           "referer": null,
                      *           "features_enabled": "",
-                     *           "organisation_name": "Jane's Linen Shop"
+                     *           "organisation_name": "Jane's Linen Shop",
+                     *           "identity_verification": "optional",
+                     *           "allowed_domains": [
+                     *             "shop.example.com"
+                     *           ],
+                     *           "enforce_origin": false,
+                     *           "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
                      *         }
                      *       ],
                      *       "next_cursor": "eyJpZCI6NDJ9"
@@ -3394,7 +3551,13 @@ export interface operations {
                      *       "modified_at": "2024-05-14T09:21:07.482913+00:00",
                      *       "referer": null,
                      *       "features_enabled": "",
-                     *       "organisation_name": "Jane's Linen Shop"
+                     *       "organisation_name": "Jane's Linen Shop",
+                     *       "identity_verification": "optional",
+                     *       "allowed_domains": [
+                     *         "shop.example.com"
+                     *       ],
+                     *       "enforce_origin": false,
+                     *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
                      *     }
                      */
                     "application/json": components["schemas"]["OrganisationDetail"];
@@ -3404,6 +3567,137 @@ export interface operations {
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
+    updateOrganisationSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrganisationSettingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The organisation, with the settings as now stored. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "token": "ot_6Q2xR8vLk3NpZ4sTy7WmB9cD",
+                     *       "name": "",
+                     *       "domain": "shop.example.com",
+                     *       "currency": "",
+                     *       "country_code": "",
+                     *       "is_active": true,
+                     *       "logo": "",
+                     *       "wid": null,
+                     *       "created_at": "2024-05-14T09:21:07.482913+00:00",
+                     *       "modified_at": "2024-05-16T11:02:31.250774+00:00",
+                     *       "referer": null,
+                     *       "features_enabled": "",
+                     *       "organisation_name": "Jane's Linen Shop",
+                     *       "identity_verification": "required",
+                     *       "allowed_domains": [
+                     *         "shop.example.com",
+                     *         "shop.example.co.uk"
+                     *       ],
+                     *       "enforce_origin": true,
+                     *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganisationDetail"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            401: components["responses"]["PlatformUnauthorized"];
+            403: components["responses"]["PlatformForbidden"];
+            413: components["responses"]["PlatformPayloadTooLarge"];
+            415: components["responses"]["PlatformUnsupportedMediaType"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
+    rotateIdentitySecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organisation, with its new identity secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 42,
+                     *       "token": "ot_6Q2xR8vLk3NpZ4sTy7WmB9cD",
+                     *       "name": "",
+                     *       "domain": "shop.example.com",
+                     *       "currency": "",
+                     *       "country_code": "",
+                     *       "is_active": true,
+                     *       "logo": "",
+                     *       "wid": null,
+                     *       "created_at": "2024-05-14T09:21:07.482913+00:00",
+                     *       "modified_at": "2024-05-16T11:05:12.004518+00:00",
+                     *       "referer": null,
+                     *       "features_enabled": "",
+                     *       "organisation_name": "Jane's Linen Shop",
+                     *       "identity_verification": "optional",
+                     *       "allowed_domains": [
+                     *         "shop.example.com"
+                     *       ],
+                     *       "enforce_origin": false,
+                     *       "identity_secret": "9d2f4b6a8c0e1f3a5b7c9d1e3f5a7b9c0d2e4f6a8b1c3d5e7f9a0b2c4d6e8f1a"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganisationDetail"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            401: components["responses"]["PlatformUnauthorized"];
+            403: components["responses"]["PlatformForbidden"];
+            413: components["responses"]["PlatformPayloadTooLarge"];
+            415: components["responses"]["PlatformUnsupportedMediaType"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -3617,7 +3911,8 @@ export interface operations {
                      *           "contacts": [
                      *             {
                      *               "type": "EMAIL",
-                     *               "value": "jane.doe@example.com"
+                     *               "value": "jane.doe@example.com",
+                     *               "verified": true
                      *             }
                      *           ]
                      *         },
@@ -3697,11 +3992,13 @@ export interface operations {
                      *       "contacts": [
                      *         {
                      *           "type": "EMAIL",
-                     *           "value": "jane.doe@example.com"
+                     *           "value": "jane.doe@example.com",
+                     *           "verified": true
                      *         },
                      *         {
                      *           "type": "PHONE",
-                     *           "value": "+442079460958"
+                     *           "value": "+442079460958",
+                     *           "verified": false
                      *         }
                      *       ],
                      *       "recent": {
@@ -4034,6 +4331,7 @@ export interface operations {
                      *         "type": "EMAIL",
                      *         "date": "2024-05-14",
                      *         "org_id": "42",
+                     *         "verified": true,
                      *         "last_addtocart": "https://shop.example.com/products/linen-shirt",
                      *         "last_view": [
                      *           "https://shop.example.com/products/linen-shirt",
@@ -4265,6 +4563,17 @@ export interface operations {
                     "application/json": components["schemas"]["TrackingError"];
                 };
             };
+            /** @description Refused before anything was stored: the `hash` does not match, or the organisation requires identity verification and no `hash` was sent (`unverified_identity`); or the organisation enforces its origin and the request comes from outside its `allowed_domains` (`origin_not_allowed`). No visitor, contact, link or event is stored and no notification is sent. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             404: components["responses"]["TrackingNotFound"];
             429: components["responses"]["TrackingRateLimited"];
             500: components["responses"]["TrackingInternalError"];
@@ -4323,6 +4632,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["TrackingBadRequest"];
+            403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             429: components["responses"]["TrackingRateLimited"];
             500: components["responses"]["TrackingInternalError"];
@@ -4373,6 +4683,7 @@ export interface operations {
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
             400: components["responses"]["TrackingBadRequest"];
+            403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
             415: components["responses"]["TrackingUnsupportedMediaType"];
@@ -4439,6 +4750,7 @@ export interface operations {
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
             400: components["responses"]["TrackingBadRequest"];
+            403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
             415: components["responses"]["TrackingUnsupportedMediaType"];
@@ -4497,6 +4809,7 @@ export interface operations {
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
             400: components["responses"]["TrackingBadRequest"];
+            403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
             415: components["responses"]["TrackingUnsupportedMediaType"];
@@ -4569,6 +4882,7 @@ export interface operations {
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
             400: components["responses"]["TrackingBadRequest"];
+            403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
             415: components["responses"]["TrackingUnsupportedMediaType"];
@@ -4629,6 +4943,7 @@ export interface operations {
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
             400: components["responses"]["TrackingBadRequest"];
+            403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
             415: components["responses"]["TrackingUnsupportedMediaType"];
@@ -4685,6 +5000,7 @@ export interface operations {
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
             400: components["responses"]["TrackingBadRequest"];
+            403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
             415: components["responses"]["TrackingUnsupportedMediaType"];
@@ -4737,6 +5053,7 @@ export interface operations {
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
             400: components["responses"]["TrackingBadRequest"];
+            403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
             415: components["responses"]["TrackingUnsupportedMediaType"];

@@ -19,7 +19,7 @@ export interface Deps {
   cipher: Cipher;
   /** active integrations per organisation (cached) */
   targets: TargetCache;
-  /** active organisations by id (cached) */
+  /** organisations by id: active or not, and their trust policy (cached) */
   organisations: OrganisationDirectory;
   /** location of a client IP from the local geo-IP database */
   geo: { locate(ip: string): Location | null };

@@ -38,7 +38,7 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db), config.jwtTtlSeconds);
   const cipher = loadCipher(config.secretKey, config.dataDir);
   const targets = createTargetCache(db);
-  const organisations = createOrganisationDirectory(db);
+  const organisations = createOrganisationDirectory(db, cipher);
   const geo = loadGeoLocator(config.geoipDb, log);
   const deps: Deps = { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest: undefined as never };
   deps.ingest = createIngestor(deps);

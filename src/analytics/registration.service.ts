@@ -12,6 +12,7 @@ import type { Deps } from '../deps.ts';
 import { analyticsError } from '../http/errors.ts';
 import { createRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
 import type { Schemas } from '../http/types.ts';
+import { newSealedIdentitySecret } from '../platform/organisation-settings.service.ts';
 import { hashPassword } from '../platform/passwords.ts';
 import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from '../platform/registration.service.ts';
 import { invalidInput } from './input.ts';
@@ -19,6 +20,7 @@ import { invalidInput } from './input.ts';
 export interface RegistrationDeps {
   db: Deps['db'];
   organisations: Deps['organisations'];
+  cipher: Deps['cipher'];
   /** sha256 of the configured registration token; undefined = registration disabled */
   tokenHash: Buffer | undefined;
   /** per client IP; undefined = no limit */
@@ -28,11 +30,12 @@ export interface RegistrationDeps {
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
 /** What registration needs, built once per app from the configuration. */
-export function registrationDeps(deps: Pick<Deps, 'db' | 'organisations' | 'config'>): RegistrationDeps {
+export function registrationDeps(deps: Pick<Deps, 'db' | 'organisations' | 'config' | 'cipher'>): RegistrationDeps {
   const { registrationToken, registrationRateLimit } = deps.config;
   return {
     db: deps.db,
     organisations: deps.organisations,
+    cipher: deps.cipher,
     tokenHash: registrationToken === undefined ? undefined : sha256(registrationToken),
     limiter: registrationRateLimit ? createRateLimiter(registrationRateLimit) : undefined,
   };
@@ -79,6 +82,7 @@ export async function registerAnalyticsUser(reg: RegistrationDeps, req: Registra
         domain: body.domain,
         organisationName: body.entity,
         passwordHash,
+        identitySecretEnc: newSealedIdentitySecret(reg.cipher),
       }),
     );
     // the tracker may have asked for this id before it existed (a cached "unknown")

@@ -51,6 +51,12 @@ export interface OrganisationsTable {
   created_by: number | null;
   created_at: GeneratedTimestamp;
   modified_at: GeneratedTimestamp;
+  /** trust settings (migration 2026-11-23T0100): null allowed_domains = the default, [domain_key] */
+  identity_verification: Generated<'optional' | 'required'>;
+  allowed_domains: string[] | null;
+  enforce_origin: Generated<boolean>;
+  /** the identity secret sealed with the server's Cipher; null until first needed (older organisations) */
+  identity_secret_enc: string | null;
 }
 
 export interface OrganisationMembersTable {
@@ -127,6 +133,8 @@ export interface VisitorContactsTable {
   core_id: string;
   contact_id: number;
   linked_at: GeneratedTimestamp;
+  /** made or confirmed by an identify with a valid hash */
+  verified: Generated<boolean>;
 }
 
 export interface ProductsTable {

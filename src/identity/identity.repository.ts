@@ -112,25 +112,28 @@ export interface IdentifiedContact {
   person_id: number;
   /** the link between this visitor and the contact is new */
   linked: boolean;
+  /** this identify verified the link (its hash covers the contact) */
+  verified: boolean;
 }
 
 /**
  * One identify, in one statement: the contacts (created for `person` when
- * new), the visitor's links to them, and the name it gave.
+ * new), the visitor's links to them (a verified one upgrades an existing
+ * unverified link, which does not count as new), and the name it gave.
  */
 export async function identifyContacts(
   tx: Tx,
   orgId: number,
   coreId: string,
   person: number,
-  contacts: { type: 'EMAIL' | 'PHONE'; value: string }[],
+  contacts: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[],
   name: string | null,
 ): Promise<IdentifiedContact[]> {
   const input = JSON.stringify(contacts.map((c, ord) => ({ ...c, ord })));
   // contacts: DO UPDATE (a no-op) rather than DO NOTHING so an existing row is returned and locked
   const { rows } = await sql<IdentifiedContact>`${sql.raw(PREPARE)}
     WITH input AS (
-      SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(type text, value text, ord int)
+      SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(type text, value text, verified boolean, ord int)
     ),
     c AS (
       INSERT INTO contacts AS k (org_id, type, value, person_id)
@@ -139,18 +142,22 @@ export async function identifyContacts(
       RETURNING k.id, k.type, k.value, k.person_id
     ),
     l AS (
-      INSERT INTO visitor_contacts (org_id, core_id, contact_id)
-      SELECT ${orgId}::bigint, ${coreId}::text, id FROM c
-      ON CONFLICT DO NOTHING
-      RETURNING contact_id
+      INSERT INTO visitor_contacts AS vc (org_id, core_id, contact_id, verified)
+      SELECT ${orgId}::bigint, ${coreId}::text, c.id, i.verified
+      FROM c JOIN input i ON i.type = c.type AND i.value = c.value
+      ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
+      WHERE EXCLUDED.verified AND NOT vc.verified
+      RETURNING vc.contact_id, (xmax = 0) AS inserted
     ),
     named AS (
       UPDATE visitors SET name = ${name}::text
       WHERE org_id = ${orgId}::bigint AND core_id = ${coreId}::text AND ${name}::text IS NOT NULL
       RETURNING 1
     )
-    SELECT c.id, c.type, c.value, c.person_id, EXISTS (SELECT 1 FROM l WHERE l.contact_id = c.id) AS linked
-    FROM c
+    SELECT c.id, c.type, c.value, c.person_id,
+      EXISTS (SELECT 1 FROM l WHERE l.contact_id = c.id AND l.inserted) AS linked,
+      i.verified
+    FROM c JOIN input i ON i.type = c.type AND i.value = c.value
   `.execute(tx);
   const order = new Map(contacts.map((c, i) => [`${c.type}:${c.value}`, i]));
   return rows.sort((a, b) => order.get(`${a.type}:${a.value}`)! - order.get(`${b.type}:${b.value}`)!);
@@ -215,7 +222,8 @@ export interface ProfileChange {
   person: number;
   /** views recorded by this batch, most recent first, distinct, at most 3 */
   views: RecentView[];
-  cart: { productId: number; cartUrl: string; at: Date } | null;
+  /** cartUrl is null when the cart page's URL is outside the allowed domains */
+  cart: { productId: number; cartUrl: string | null; at: Date } | null;
 }
 
 /** Applies a batch's profile changes, one row per person (callers dedupe). */

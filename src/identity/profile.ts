@@ -33,17 +33,22 @@ export function mergeProfiles(a: PersonProfile | undefined, b: PersonProfile | u
 
 /**
  * last_addtocart is the URL of the product in the last updatecart: the latest
- * product_url seen for its product_id, else the cart_url.
+ * product_url seen for its product_id, else the cart_url. Only URLs the
+ * organisation's policy allows are shown (`allows`, its allowed domains as
+ * they are now): what was recorded before a change of allowed_domains is
+ * filtered again here, for notifications and the read API alike.
  */
 export async function recentActivity(
   tx: Kysely<DB>,
   orgId: number,
   profile: Pick<PersonProfile, 'last_view' | 'last_cart_product_id' | 'last_cart_url'> | undefined,
+  allows: (url: string) => boolean,
 ): Promise<Recent> {
   if (!profile) return { last_view: [], last_addtocart: null };
-  let addToCart = profile.last_cart_url;
+  let addToCart = profile.last_cart_url !== null && allows(profile.last_cart_url) ? profile.last_cart_url : null;
   if (profile.last_cart_product_id !== null) {
-    addToCart = (await productUrl(tx, orgId, profile.last_cart_product_id)) ?? addToCart;
+    const url = await productUrl(tx, orgId, profile.last_cart_product_id);
+    if (url !== undefined && allows(url)) addToCart = url;
   }
-  return { last_view: profile.last_view.map((v) => v.url), last_addtocart: addToCart };
+  return { last_view: profile.last_view.map((v) => v.url).filter(allows), last_addtocart: addToCart };
 }

@@ -18,7 +18,9 @@ export function visitorHandlers(deps: Deps): HandlerMap<'getVisitor' | 'listVisi
       const v = await findVisitor(db, org_id, core_id);
       if (!v) throw platformError(404, 4040, 'Visitor not found');
       const contacts = await contactsOfPersons(db, org_id, [v.person_id]);
-      const recent = await recentActivity(db, org_id, await personProfile(db, org_id, v.person_id));
+      // the URL policy as it is now (cached): foreign URLs recorded earlier are not shown
+      const policy = await deps.organisations.policy(org_id);
+      const recent = await recentActivity(db, org_id, await personProfile(db, org_id, v.person_id), policy?.allowsUrl ?? (() => false));
       return {
         status: 200,
         body: {
@@ -30,7 +32,7 @@ export function visitorHandlers(deps: Deps): HandlerMap<'getVisitor' | 'listVisi
           last_seen: v.last_seen.toISOString(),
           user_agent: v.user_agent,
           location: v.location,
-          contacts: contacts.map(({ type, value }) => ({ type, value })),
+          contacts: contacts.map(({ type, value, verified }) => ({ type, value, verified })),
           recent,
         },
       };
@@ -56,7 +58,7 @@ export function visitorHandlers(deps: Deps): HandlerMap<'getVisitor' | 'listVisi
             first_seen: v.first_seen.toISOString(),
             last_seen: v.last_seen.toISOString(),
             location: v.location,
-            contacts: contacts.filter((x) => x.person_id === v.person_id).map(({ type, value }) => ({ type, value })),
+            contacts: contacts.filter((x) => x.person_id === v.person_id).map(({ type, value, verified }) => ({ type, value, verified })),
           })),
           next_cursor: result.next_cursor,
         },

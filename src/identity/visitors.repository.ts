@@ -50,14 +50,25 @@ export function listVisitors(db: Database, q: VisitorQuery) {
   return query.orderBy('v.last_seen', 'desc').orderBy('v.core_id', 'desc').limit(q.limit + 1).execute();
 }
 
-/** Contacts of several persons of one organisation. */
+/** Contacts of several persons of one organisation; `verified` when a link to it was made with a valid hash. */
 export async function contactsOfPersons(db: Database, orgId: number, persons: number[]) {
   if (persons.length === 0) return [];
   return db
-    .selectFrom('contacts')
-    .select(['person_id', 'type', 'value'])
-    .where('org_id', '=', orgId)
-    .where('person_id', 'in', persons)
-    .orderBy('id')
+    .selectFrom('contacts as c')
+    .select(['c.person_id', 'c.type', 'c.value'])
+    .select(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('visitor_contacts as vc')
+          .select('vc.contact_id')
+          .whereRef('vc.org_id', '=', 'c.org_id')
+          .whereRef('vc.contact_id', '=', 'c.id')
+          .where('vc.verified', '=', true),
+      )
+        .$castTo<boolean>()
+        .as('verified'),
+    )
+    .where('c.org_id', '=', orgId)
+    .where('c.person_id', 'in', persons)
+    .orderBy('c.id')
     .execute();
 }

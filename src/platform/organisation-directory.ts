@@ -1,38 +1,96 @@
-// Organisations as other areas need them on their hot paths: is this
-// organisation id active (tracking)? Cached per process: positive answers for
-// 30 s, unknown ids for 5 s, so a flood of calls for a bogus id cannot reach
-// the database more than once per interval.
+// Organisations as other areas need them on their hot paths: is this id an
+// active organisation, and what is its trust policy (allowed domains, origin
+// check, identity verification and its secret)? Cached per process, so the
+// tracking path makes no database round trip of its own for them: an entry
+// lives 5 s (unknown ids too, so a flood of calls for a bogus id reaches the
+// database at most once per interval); a change drops it at once in this
+// process (invalidate) and, through the `trackway_organisations` NOTIFY
+// channel (src/webhooks/runtime.ts), in every other one.
 import type { Database } from '../db/database.ts';
+import { defaultAllowedDomains, hostAllowed, urlMatcher } from '../identity/url-policy.ts';
+import { findPolicyRow, type PolicyRow } from './organisation-settings.repository.ts';
+import type { Cipher } from './secrets.ts';
+
+export interface OrganisationPolicy {
+  orgId: number;
+  active: boolean;
+  /** the effective list: allowed_domains, or the organisation's own domain */
+  allowedDomains: readonly string[];
+  enforceOrigin: boolean;
+  identityVerification: 'optional' | 'required';
+  /** the key of identify hashes; null while the organisation has none (no hash can match) */
+  identitySecret: string | null;
+  /** an http(s) URL whose host is allowed */
+  allowsUrl(url: string): boolean;
+  /** a host (lower-case, no trailing dot, no port) that is allowed */
+  allowsHost(host: string): boolean;
+}
 
 export interface OrganisationDirectory {
   isActive(orgId: number): Promise<boolean>;
+  /** the policy of an existing organisation (active or not); undefined when there is none */
+  policy(orgId: number): Promise<OrganisationPolicy | undefined>;
   invalidate(orgId: number): void;
+  /** drops every entry (after notifications may have been missed) */
+  clear(): void;
 }
 
-export function createOrganisationDirectory(db: Database, ttlMs = 30_000, negativeTtlMs = 5_000): OrganisationDirectory {
-  const entries = new Map<number, { until: number; active: Promise<boolean> }>();
+/** The effective allowed_domains of a stored row. */
+export function effectiveAllowedDomains(row: Pick<PolicyRow, 'allowed_domains' | 'domain_key'>): string[] {
+  return row.allowed_domains && row.allowed_domains.length > 0 ? row.allowed_domains : defaultAllowedDomains(row.domain_key);
+}
+
+export function policyOf(row: PolicyRow, cipher: Cipher): OrganisationPolicy {
+  const allowedDomains = effectiveAllowedDomains(row);
+  let identitySecret: string | null = null;
+  if (row.identity_secret_enc) {
+    try {
+      identitySecret = cipher.decrypt(row.identity_secret_enc);
+    } catch {
+      // sealed with another TRACKWAY_SECRET_KEY: no hash can match until it is rotated
+      identitySecret = null;
+    }
+  }
+  const allowsUrl = urlMatcher(allowedDomains);
   return {
-    isActive(orgId) {
-      const now = Date.now();
-      const hit = entries.get(orgId);
-      if (hit && hit.until > now) return hit.active;
-      if (entries.size > 100_000) entries.clear(); // bound memory under id scans
-      const entry = { until: now + ttlMs, active: Promise.resolve(false) };
-      entry.active = db
-        .selectFrom('organisations')
-        .select('is_active')
-        .where('id', '=', orgId)
-        .executeTakeFirst()
-        .then((row) => {
-          if (!row?.is_active) entry.until = Date.now() + negativeTtlMs;
-          return row?.is_active === true;
-        });
-      entry.active.catch(() => entries.delete(orgId));
-      entries.set(orgId, entry);
-      return entry.active;
+    orgId: row.id,
+    active: row.is_active,
+    allowedDomains,
+    enforceOrigin: row.enforce_origin,
+    identityVerification: row.identity_verification,
+    identitySecret,
+    allowsUrl,
+    allowsHost: (host) => hostAllowed(host, allowedDomains),
+  };
+}
+
+export function createOrganisationDirectory(db: Database, cipher: Cipher, ttlMs = 5_000): OrganisationDirectory {
+  const entries = new Map<number, { until: number; policy: Promise<OrganisationPolicy | undefined> }>();
+  const policy = (orgId: number) => {
+    const now = Date.now();
+    const hit = entries.get(orgId);
+    if (hit && hit.until > now) return hit.policy;
+    if (entries.size > 100_000) entries.clear(); // bound memory under id scans
+    const entry = {
+      until: now + ttlMs,
+      policy: findPolicyRow(db, orgId).then((row) => (row ? policyOf(row, cipher) : undefined)),
+    };
+    entry.policy.catch(() => {
+      if (entries.get(orgId) === entry) entries.delete(orgId);
+    });
+    entries.set(orgId, entry);
+    return entry.policy;
+  };
+  return {
+    policy,
+    async isActive(orgId) {
+      return (await policy(orgId))?.active === true;
     },
     invalidate(orgId) {
       entries.delete(orgId);
+    },
+    clear() {
+      entries.clear();
     },
   };
 }

@@ -1,10 +1,13 @@
-// listOrganisations, getOrganisation: HTTP shape only.
+// listOrganisations, getOrganisation, updateOrganisationSettings,
+// rotateIdentitySecret: HTTP shape only.
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
-import { getOrganisation, listOrganisations } from './organisations.service.ts';
+import { getOrganisation, listOrganisations, rotateIdentitySecret, updateOrganisationSettings } from './organisations.service.ts';
 import { principalOf } from './principal.ts';
 
-export function organisationsHandlers(deps: Deps): HandlerMap<'listOrganisations' | 'getOrganisation'> {
+export function organisationsHandlers(
+  deps: Deps,
+): HandlerMap<'listOrganisations' | 'getOrganisation' | 'updateOrganisationSettings' | 'rotateIdentitySecret'> {
   return {
     listOrganisations: async (c) => {
       const q = c.request.query ?? {};
@@ -13,6 +16,14 @@ export function organisationsHandlers(deps: Deps): HandlerMap<'listOrganisations
     },
     getOrganisation: async (c) => {
       const body = await getOrganisation(deps, principalOf(c), c.request.params.org_id);
+      return { status: 200, body };
+    },
+    updateOrganisationSettings: async (c) => {
+      const body = await updateOrganisationSettings(deps, principalOf(c), c.request.params.org_id, c.request.requestBody);
+      return { status: 200, body };
+    },
+    rotateIdentitySecret: async (c) => {
+      const body = await rotateIdentitySecret(deps, principalOf(c), c.request.params.org_id);
       return { status: 200, body };
     },
   };

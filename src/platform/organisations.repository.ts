@@ -9,7 +9,7 @@ type Db = Database | Transaction<DB>;
 const micro = (column: 'organisations.created_at' | 'organisations.modified_at') =>
   sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')`;
 
-/** The columns of an `Organisation` (interface 2.2), plus `organisation_name`. */
+/** The columns of an `Organisation` (interface 2.2), plus `organisation_name` and the trust settings. */
 const ORGANISATION_COLUMNS = [
   'organisations.id',
   'organisations.token',
@@ -23,6 +23,11 @@ const ORGANISATION_COLUMNS = [
   'organisations.referer',
   'organisations.features_enabled',
   'organisations.organisation_name',
+  'organisations.domain_key',
+  'organisations.identity_verification',
+  'organisations.allowed_domains',
+  'organisations.enforce_origin',
+  'organisations.identity_secret_enc',
 ] as const;
 
 export interface OrganisationRow {
@@ -40,6 +45,11 @@ export interface OrganisationRow {
   organisation_name: string;
   created_at: string;
   modified_at: string;
+  domain_key: string;
+  identity_verification: 'optional' | 'required';
+  allowed_domains: string[] | null;
+  enforce_origin: boolean;
+  identity_secret_enc: string | null;
 }
 
 export interface NewOrganisation {
@@ -49,6 +59,8 @@ export interface NewOrganisation {
   domainKey: string;
   organisationName: string;
   createdBy: number | null;
+  /** sealed identity secret (organisation-settings.service.ts); left out, it is made on first need */
+  identitySecretEnc?: string;
 }
 
 /** Inserts an organisation; undefined when its domain is taken (also under a concurrent insert). */
@@ -62,6 +74,7 @@ export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation
       domain_key: o.domainKey,
       organisation_name: o.organisationName,
       created_by: o.createdBy,
+      identity_secret_enc: o.identitySecretEnc ?? null,
     })
     .onConflict((oc) => oc.column('domain_key').doNothing())
     .returning([...ORGANISATION_COLUMNS, micro('organisations.created_at').as('created_at'), micro('organisations.modified_at').as('modified_at')])

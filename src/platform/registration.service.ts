@@ -42,6 +42,8 @@ export interface NewUserWithOrganisation {
   passwordHash: string | null;
   /** the platform account registering the user; the organisation is assigned to it too */
   platformUserId?: number;
+  /** the organisation's identity secret, sealed (newSealedIdentitySecret); left out, it is made on first need */
+  identitySecretEnc?: string;
 }
 
 export interface CreatedUser {
@@ -106,6 +108,7 @@ export async function createUserWithOrganisation(
       domainKey: orgKey,
       organisationName: input.organisationName,
       createdBy: input.platformUserId ?? user.id,
+      identitySecretEnc: input.identitySecretEnc,
     });
     if (!organisation) throw new DomainTaken();
     const members: { userId: number; role: 'owner' | 'platform' }[] = [{ userId: user.id, role: 'owner' }];

@@ -5,6 +5,7 @@ import type { Principal, Schemas } from '../http/types.ts';
 import { countAttempt, deleteExpired, forgiveAttempt } from './login-failures.repository.ts';
 import { emailKey } from './normalise.ts';
 import type { OrganisationRow } from './organisations.repository.ts';
+import { newSealedIdentitySecret } from './organisation-settings.service.ts';
 import { verifyPassword } from './passwords.ts';
 import { type CreatedUser, DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from './registration.service.ts';
 import { findByEmailKey } from './users.repository.ts';
@@ -98,7 +99,7 @@ export type RegisterInput = Schemas['RegisterClientUserRequest'];
 
 /** Registers a client user with a new organisation, assigned to the user and to the caller. */
 export async function registerClientUser(
-  deps: Pick<Deps, 'db' | 'organisations'>,
+  deps: Pick<Deps, 'db' | 'organisations' | 'cipher'>,
   principal: Principal,
   body: RegisterInput,
 ): Promise<{ user: Schemas['User']; organisation: Schemas['Organisation'] }> {
@@ -112,6 +113,7 @@ export async function registerClientUser(
         organisationName: body.organisation_name ?? '',
         passwordHash: null,
         platformUserId: principal.userId,
+        identitySecretEnc: newSealedIdentitySecret(deps.cipher),
       }),
     );
     // the tracker may have asked for this id before it existed (a cached "unknown")

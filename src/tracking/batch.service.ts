@@ -2,6 +2,12 @@
 // that share a corex_id stitched, events inserted together, then each item in
 // arrival order: recent-activity profile, contacts and links for identifies,
 // and the webhook deliveries it causes (the transactional outbox).
+//
+// Trust (DESIGN.md §6): a product or cart URL outside the organisation's
+// allowed domains is kept in its event only, never in the profile or the
+// product catalogue; under identity_verification `required` persons are
+// joined only through verified contacts (no corex_id stitching: the browser
+// alone sets corex_id, the hash does not cover it).
 import type { Transaction } from 'kysely';
 import type { DB, RecentView } from '../db/schema.ts';
 import type { Deps } from '../deps.ts';
@@ -19,7 +25,6 @@ import {
   upsertVisitors,
   type VisitorTouch,
 } from '../identity/identity.repository.ts';
-import { contactsOf } from '../identity/normalise.ts';
 import { mergeProfiles, recentActivity } from '../identity/profile.ts';
 import { enqueueDeliveries, type NewDelivery } from '../webhooks/outbox.repository.ts';
 import { contactMatchedPayload } from '../webhooks/payloads/contact-matched.ts';
@@ -101,7 +106,7 @@ class BatchState {
     p.views = [view, ...p.views.filter((v) => v.url !== url)].slice(0, 3);
   }
 
-  recordCart(orgId: number, person: number, productId: number, cartUrl: string, at: Date): void {
+  recordCart(orgId: number, person: number, productId: number, cartUrl: string | null, at: Date): void {
     this.profile(orgId, person).cart = { productId, cartUrl, at };
   }
 
@@ -157,15 +162,19 @@ class BatchState {
 async function applyEvent(s: BatchState, it: EventItem, targets: Target[]): Promise<void> {
   const person = s.personOfVisitor(it.orgId, it.coreId);
   const body = it.body;
+  const allowed = (url: unknown): url is string => typeof url === 'string' && it.policy.allowsUrl(url);
   if (it.name === 'productview') {
-    const url = body.product_url as string;
-    s.recordProductUrl(it.orgId, body.product_id as number, url, it.receivedAt);
-    s.recordView(it.orgId, person, url, it.receivedAt);
+    const url = body.product_url;
+    if (allowed(url)) {
+      s.recordProductUrl(it.orgId, body.product_id as number, url, it.receivedAt);
+      s.recordView(it.orgId, person, url, it.receivedAt);
+    }
   } else if (it.name === 'updatecart') {
-    s.recordCart(it.orgId, person, body.product_id as number, body.cart_url as string, it.receivedAt);
+    // the product still counts (its URL comes from the catalogue); a foreign cart_url does not
+    s.recordCart(it.orgId, person, body.product_id as number, allowed(body.cart_url) ? body.cart_url : null, it.receivedAt);
   } else if (it.name === 'checkout' || it.name === 'buy') {
     for (const item of (body.items as { product_id: number; product_url?: string }[] | undefined) ?? []) {
-      if (item.product_url) s.recordProductUrl(it.orgId, item.product_id, item.product_url, it.receivedAt);
+      if (allowed(item.product_url)) s.recordProductUrl(it.orgId, item.product_id, item.product_url, it.receivedAt);
     }
   }
   const exportTo = targets.filter((t) => t.doEvents);
@@ -181,26 +190,27 @@ async function applyEvent(s: BatchState, it: EventItem, targets: Target[]): Prom
 async function applyIdentify(s: BatchState, it: IdentifyItem, targets: Target[]): Promise<void> {
   const { tx } = s;
   let person = s.personOfVisitor(it.orgId, it.coreId);
-  const contacts = contactsOf(it.payload);
-  const name = it.payload.name?.trim() || null;
+  const { contacts, name } = it.claim;
   if (contacts.length === 0 && name === null) return;
-  const linked: { type: 'EMAIL' | 'PHONE'; value: string }[] = [];
+  const linked: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[] = [];
   for (const contact of await identifyContacts(tx, it.orgId, it.coreId, person, contacts, name)) {
     // a contact already known belongs to another person: the two are one from now on
     if (s.find(contact.person_id) !== person) person = await s.merge(it.orgId, contact.person_id, person);
-    if (contact.linked) linked.push({ type: contact.type, value: contact.value });
+    // a new link notifies; a link that only became verified does not
+    if (contact.linked) linked.push({ type: contact.type, value: contact.value, verified: contact.verified });
   }
   s.forgetContacts(person);
   const notify = targets.filter((t) => t.doContacts);
   if (linked.length === 0 || notify.length === 0) return;
   await s.flushProfiles(); // the notification carries the activity recorded so far
-  const recent = await recentActivity(tx, it.orgId, await personProfile(tx, it.orgId, person));
+  const recent = await recentActivity(tx, it.orgId, await personProfile(tx, it.orgId, person), it.policy.allowsUrl);
   for (const c of linked) {
     const payload = JSON.stringify(
       contactMatchedPayload({
         orgId: it.orgId,
         contact: c.value,
         type: c.type,
+        verified: c.verified,
         at: it.receivedAt,
         lastView: recent.last_view,
         lastAddToCart: recent.last_addtocart,
@@ -215,9 +225,11 @@ export async function processBatch(deps: Deps, tx: Tx, items: IngestItem[]): Pro
   const touched = await upsertVisitors(tx, visitorTouches(items));
   for (const v of touched) s.personOf.set(key(v.org_id, v.core_id), v.person_id);
 
-  // visitors sharing a non-null corex_id are one person
+  // visitors sharing a non-null corex_id are one person (not under `required`: see above)
+  const policies = new Map(items.map((it) => [it.orgId, it.policy]));
   for (const v of touched) {
     if (v.corex_id === null || (!v.inserted && v.old_corex_id === v.corex_id)) continue;
+    if (policies.get(v.org_id)?.identityVerification !== 'optional') continue;
     const self = s.personOfVisitor(v.org_id, v.core_id);
     for (const other of await personsSharingCorex(tx, v.org_id, v.corex_id, self)) {
       await s.merge(v.org_id, self, other);

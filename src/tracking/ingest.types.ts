@@ -1,6 +1,14 @@
 // What the tracking handlers hand to the ingest path.
 import type { Location } from '../db/schema.ts';
+import type { IdentifyClaim } from '../identity/verification.ts';
 import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
+
+/** The parts of the organisation's policy (src/platform/organisation-directory.ts) the batch applies. */
+export interface IngestPolicy {
+  identityVerification: 'optional' | 'required';
+  /** an http(s) URL whose host is one of the organisation's allowed domains */
+  allowsUrl(url: string): boolean;
+}
 
 interface VisitorContext {
   orgId: number;
@@ -9,6 +17,7 @@ interface VisitorContext {
   receivedAt: Date;
   userAgent: string | null;
   location: Location | null;
+  policy: IngestPolicy;
 }
 
 export interface EventItem extends VisitorContext {
@@ -20,7 +29,8 @@ export interface EventItem extends VisitorContext {
 
 export interface IdentifyItem extends VisitorContext {
   kind: 'identify';
-  payload: { email?: string; phone?: string; name?: string };
+  /** what to link, checked against the organisation's identity verification */
+  claim: IdentifyClaim;
 }
 
 export type IngestItem = EventItem | IdentifyItem;

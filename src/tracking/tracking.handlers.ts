@@ -6,7 +6,9 @@ import { trackingError } from '../http/errors.ts';
 import { createTrafficLimits } from '../http/traffic-limits.ts';
 import type { HandlerFor, HandlerMap } from '../http/types.ts';
 import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
+import { verifyIdentify } from '../identity/verification.ts';
 import { decodeIdentifyPayload } from './identify-payload.ts';
+import { checkOrigin } from './origin.ts';
 
 // a 1×1 transparent GIF
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
@@ -33,10 +35,13 @@ export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recor
 
   async function visitorContext(ctx: Koa.Context, ids: PathIds) {
     limits.ip(ctx.ip);
-    if (!(await deps.organisations.isActive(ids.org_id))) {
+    // one cached lookup: active, and the trust policy (no database round trip of its own)
+    const policy = await deps.organisations.policy(ids.org_id);
+    if (!policy?.active) {
       throw trackingError(404, 'unknown_organisation', `Organisation ${ids.org_id} does not exist or is not active`);
     }
     limits.org(ids.org_id);
+    checkOrigin(policy, ctx.get('origin'), ctx.get('referer'));
     const ua = ctx.get('user-agent');
     return {
       orgId: ids.org_id,
@@ -45,6 +50,7 @@ export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recor
       receivedAt: new Date(),
       userAgent: ua ? ua.slice(0, 1024) : null,
       location: deps.geo.locate(ctx.ip),
+      policy,
     };
   }
 
@@ -66,7 +72,9 @@ export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recor
       const ids = c.request.params as PathIds & { payload: string };
       const payload = decodeIdentifyPayload(ids.payload);
       const base = await visitorContext(ctx, ids);
-      await deps.ingest.submit({ ...base, kind: 'identify', payload });
+      // identity verification: refused (403) before anything is stored
+      const claim = verifyIdentify(base.policy, payload);
+      await deps.ingest.submit({ ...base, kind: 'identify', claim });
       return { status: 200, body: { core_id: ids.core_id } };
     },
     recordViewEvent: event('view'),

@@ -1,5 +1,6 @@
 // What a process runs for webhooks besides its handlers: the shared LISTEN
-// connection (which keeps every process's integration cache fresh), the
+// connection (which keeps every process's integration and organisation
+// caches fresh), the
 // backlog counter (WEBHOOK_MAX_BACKLOG, backlog.ts) and, when asked, the
 // dispatcher. Used by `trackway serve` and `trackway dispatch`.
 import type { DbHandle } from '../db/database.ts';
@@ -7,6 +8,7 @@ import type { Deps } from '../deps.ts';
 import { type BacklogMonitor, type BacklogOptions, startBacklogMonitor } from './backlog.ts';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.ts';
 import { type Notifications, startNotifications } from './notifications.ts';
+import { ORGANISATIONS_CHANNEL } from '../platform/organisation-settings.repository.ts';
 import { INTEGRATIONS_CHANNEL } from './targets.ts';
 
 export interface WebhookRuntime {
@@ -29,8 +31,15 @@ export async function startWebhookRuntime(
     const orgId = Number(payload);
     if (Number.isSafeInteger(orgId) && orgId > 0) deps.targets.invalidate(orgId);
   });
+  notifications.on(ORGANISATIONS_CHANNEL, (payload) => {
+    const orgId = Number(payload);
+    if (Number.isSafeInteger(orgId) && orgId > 0) deps.organisations.invalidate(orgId);
+  });
   // notifications may have been missed while the connection was away
-  notifications.onConnect(() => deps.targets.clear());
+  notifications.onConnect(() => {
+    deps.targets.clear();
+    deps.organisations.clear();
+  });
   try {
     await notifications.ready;
   } catch (err) {

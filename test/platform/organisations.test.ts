@@ -16,12 +16,21 @@ describe('organisation reads', () => {
 
   const list = (a: Account, query = '') => srv.api.get(`/v1/rest/${a.platform}/organisations${query}`, { token: a.token });
 
+  // the trust settings (issue 12) are part of OrganisationDetail: their defaults, and the organisation's own secret
+  const trustDefaults = (domain: string, body: { identity_secret?: unknown }) => ({
+    identity_verification: 'optional',
+    allowed_domains: [domain],
+    enforce_origin: false,
+    identity_secret: body.identity_secret,
+  });
+
   it('GET /organisations/{org_id} answers the OrganisationDetail: every Organisation field plus organisation_name', async () => {
     const a = await newAccount(srv);
     const m = await newMerchant(srv, a, { organisation_name: "Jane's Linen Shop" });
     const r = await srv.api.get(`/v1/rest/acme/organisations/${m.organisation.id}`, { token: a.token });
     expect(r.status).to.equal(200);
-    expect(r.body).to.deep.equal({ ...m.organisation, organisation_name: "Jane's Linen Shop" });
+    expect(r.body.identity_secret).to.match(/^[0-9a-f]{64}$/);
+    expect(r.body).to.deep.equal({ ...m.organisation, organisation_name: "Jane's Linen Shop", ...trustDefaults(m.organisation.domain, r.body) });
     expect(r.body.created_at).to.match(MICROS);
   });
 
@@ -51,7 +60,7 @@ describe('organisation reads', () => {
     expect(r.status).to.equal(200);
     expect(Object.keys(r.body).sort()).to.deep.equal(['items', 'next_cursor']);
     expect(r.body.items.map((o: { id: number }) => o.id)).to.deep.equal(mine.map((o) => o.id).reverse());
-    expect(r.body.items[0]).to.deep.equal({ ...mine[2], organisation_name: 'Shop 2' });
+    expect(r.body.items[0]).to.deep.equal({ ...mine[2], organisation_name: 'Shop 2', ...trustDefaults(mine[2]!.domain, r.body.items[0]) });
     expect(r.body.next_cursor).to.equal(null);
   });
 

@@ -14,17 +14,20 @@ describe('identity: stitching and recent activity', () => {
   after(() => srv.stop());
 
   async function shop() {
-    const org = (await newMerchant(srv, account)).organisation.id;
+    const { id: org, domain } = (await newMerchant(srv, account)).organisation;
+    // product and cart URLs under the organisation's own domain (others never reach a profile)
+    const site = (path: string) => `https://${domain}${path}`;
+    const p = (n: number) => site(`/p/${n}`);
     const mk = (corex = 'null') => {
       const v = { roaming: unique('r'), core: unique('c'), corex };
       const path = (name: string) => `/jsv1/${org}/${v.roaming}/${v.core}/${v.corex}/event/${name}`;
       return {
         ...v,
-        async view(productId: number, url = `https://s.example/p/${productId}`) {
+        async view(productId: number, url = p(productId)) {
           const r = await srv.api.post(path('productview'), { product_id: productId, price: 1, product_url: url });
           expect(r.status, r.text).to.equal(202);
         },
-        async cart(productId: number, cartUrl = 'https://s.example/cart') {
+        async cart(productId: number, cartUrl = site('/cart')) {
           const r = await srv.api.post(path('updatecart'), { product_id: productId, cart_url: cartUrl });
           expect(r.status, r.text).to.equal(202);
         },
@@ -42,37 +45,35 @@ describe('identity: stitching and recent activity', () => {
         },
       };
     };
-    return { org, visitor: mk };
+    return { org, visitor: mk, p, site };
   }
 
-  const p = (n: number) => `https://s.example/p/${n}`;
-
   it('keeps the last 3 distinct product views, most recent first', async () => {
-    const { visitor } = await shop();
+    const { visitor, p } = await shop();
     const v = visitor();
     for (const n of [1, 2, 1, 3, 4, 4]) await v.view(n);
     expect((await v.read()).recent.last_view).to.deep.equal([p(4), p(3), p(1)]);
   });
 
   it('resolves last_addtocart to the latest URL seen for the product, else the cart URL', async () => {
-    const { visitor } = await shop();
+    const { visitor, site } = await shop();
     const v = visitor();
-    await v.cart(70, 'https://s.example/cart?x=1');
-    expect((await v.read()).recent.last_addtocart).to.equal('https://s.example/cart?x=1');
+    await v.cart(70, site('/cart?x=1'));
+    expect((await v.read()).recent.last_addtocart).to.equal(site('/cart?x=1'));
     const other = visitor();
-    await other.view(70, 'https://s.example/products/seventy');
-    expect((await v.read()).recent.last_addtocart).to.equal('https://s.example/products/seventy');
-    await other.view(70, 'https://s.example/products/seventy-v2');
+    await other.view(70, site('/products/seventy'));
+    expect((await v.read()).recent.last_addtocart).to.equal(site('/products/seventy'));
+    await other.view(70, site('/products/seventy-v2'));
     await v.cart(71);
     await v.cart(70);
-    expect((await v.read()).recent.last_addtocart).to.equal('https://s.example/products/seventy-v2');
+    expect((await v.read()).recent.last_addtocart).to.equal(site('/products/seventy-v2'));
     const idle = visitor();
     await idle.identify({ name: 'Idle' });
     expect((await idle.read()).recent).to.deep.equal({ last_view: [], last_addtocart: null });
   });
 
   it('stitches visitors that share a contact and merges their activity by time', async () => {
-    const { visitor } = await shop();
+    const { visitor, p } = await shop();
     const a = visitor();
     const b = visitor();
     await a.view(1);
@@ -84,13 +85,13 @@ describe('identity: stitching and recent activity', () => {
     const rb = await b.read();
     expect(rb.recent.last_view).to.deep.equal([p(3), p(2), p(1)]);
     expect(rb.recent.last_addtocart).to.equal(p(1));
-    expect(rb.contacts).to.deep.equal([{ type: 'EMAIL', value: 'same@s.example' }]);
+    expect(rb.contacts).to.deep.equal([{ type: 'EMAIL', value: 'same@s.example', verified: false }]);
     await b.view(4);
     expect((await a.read()).recent.last_view).to.deep.equal([p(4), p(3), p(2)]);
   });
 
   it('stitches visitors that share a non-null corex_id, and not those with corex null', async () => {
-    const { visitor } = await shop();
+    const { visitor, p } = await shop();
     const corex = unique('cust');
     const a = visitor(corex);
     const b = visitor(corex);
@@ -113,8 +114,8 @@ describe('identity: stitching and recent activity', () => {
     await b.identify({ phone: '+1 555 0101' });
     await c.identify({ email: 'one@s.example', phone: '+15550101' });
     expect((await a.read()).contacts).to.have.deep.members([
-      { type: 'EMAIL', value: 'one@s.example' },
-      { type: 'PHONE', value: '+15550101' },
+      { type: 'EMAIL', value: 'one@s.example', verified: false },
+      { type: 'PHONE', value: '+15550101', verified: false },
     ]);
   });
 
@@ -141,7 +142,7 @@ describe('identity: stitching and recent activity', () => {
   });
 
   it('sends the merged activity in the contact match of a newly linked visitor', async () => {
-    const { org, visitor } = await shop();
+    const { org, visitor, p } = await shop();
     await newWebhook(srv, account, org, { do_events: false, do_contacts: true });
     const a = visitor();
     const b = visitor();

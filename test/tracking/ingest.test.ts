@@ -38,7 +38,7 @@ describe('tracking: identify and events', () => {
         expect(r.body).to.deep.equal({ core_id: v.core });
       }
       const read = await readVisitor(v.core);
-      expect(read.body.contacts).to.deep.equal([{ type: 'EMAIL', value: 'jane.doe@example.com' }]);
+      expect(read.body.contacts).to.deep.equal([{ type: 'EMAIL', value: 'jane.doe@example.com', verified: false }]);
       expect(read.body.name).to.equal('Jane ?>?');
     });
 
@@ -48,8 +48,8 @@ describe('tracking: identify and events', () => {
       expect(r.status).to.equal(200);
       const read = await readVisitor(v.core);
       expect(read.body.contacts).to.have.deep.members([
-        { type: 'EMAIL', value: 'a@b.co' },
-        { type: 'PHONE', value: '+442079460958' },
+        { type: 'EMAIL', value: 'a@b.co', verified: false },
+        { type: 'PHONE', value: '+442079460958', verified: false },
       ]);
     });
 
@@ -196,7 +196,8 @@ describe('tracking: identify and events', () => {
 
   describe('outbox', () => {
     it('writes contact-match and event deliveries in the same transaction, with exact bodies', async () => {
-      const m = await newMerchant(srv, account);
+      // product and cart URLs under the organisation's own domain (others never reach a notification)
+      const m = await newMerchant(srv, account, { domain: 's.example' });
       const o = m.organisation.id;
       const hookAll = await newWebhook(srv, account, o, { do_events: true, do_contacts: true });
       const hookContacts = await newWebhook(srv, account, o, { do_events: false, do_contacts: true });
@@ -218,6 +219,7 @@ describe('tracking: identify and events', () => {
         type: 'EMAIL',
         date: today,
         org_id: String(o),
+        verified: false,
         last_addtocart: 'https://s.example/p/5',
         last_view: ['https://s.example/p/5'],
       });

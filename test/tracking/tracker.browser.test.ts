@@ -244,7 +244,8 @@ describe('browser tracker in Chromium', function () {
     browser = await launchChromium(this);
     srv = await startTestServer();
     account = await newAccount(srv);
-    org = (await newMerchant(srv, account)).organisation.id;
+    // the fake shop runs on 127.0.0.1: the organisation's domain, so its product URLs reach the profile
+    org = (await newMerchant(srv, account, { domain: '127.0.0.1' })).organisation.id;
     shop = await startShop(srv.url, org);
   });
   after(async () => {
@@ -332,7 +333,7 @@ describe('browser tracker in Chromium', function () {
     expect(stored.every((e) => e.roaming_id === view.roaming)).to.equal(true);
     const visitor = await eventually(async () => {
       const r = await readVisitor(view.core);
-      expect(r.body.contacts).to.deep.equal([{ type: 'EMAIL', value: 'jane.doe@example.com' }]);
+      expect(r.body.contacts).to.deep.equal([{ type: 'EMAIL', value: 'jane.doe@example.com', verified: false }]);
       return r.body;
     });
     expect(visitor.name).to.equal('Jane Doe ✓');

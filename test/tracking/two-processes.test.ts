@@ -56,7 +56,8 @@ describe('two instances on one database', function () {
     // platform work through instance A, tracking through both
     const srvA = { ...a.running, api: a.api } as never;
     const account: Account = await newAccount(srvA);
-    const org = (await newMerchant(srvA, account)).organisation.id;
+    // the product URLs below are under the organisation's own domain
+    const org = (await newMerchant(srvA, account, { domain: 'two.example' })).organisation.id;
     await newWebhook(srvA, account, org, { endpoint: receiver.url, do_events: true, do_contacts: true });
 
     const visitors = Array.from({ length: 20 }, (_, i) => ({ core: unique('v'), email: `p${i}@two.example` }));

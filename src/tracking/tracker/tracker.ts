@@ -16,6 +16,8 @@
 //   trackway.push(['identify', {...}])`) are replayed: `setCorexId` first, so
 //   that the page view already carries it, then the view, then the others in
 //   their order.
+// - identify({email, phone, name, hash}): `hash` is the identity-verification
+//   HMAC the shop's server computed for the signed-in customer; passed through.
 
 interface TrackwayIds {
   org_id: number | null;
@@ -149,7 +151,7 @@ type Anything = any; // whatever the host page passes
       if (!base || !who || typeof who !== 'object') return;
       const payload: Record<string, string> = {};
       let any = false;
-      for (const k of ['email', 'phone', 'name']) {
+      for (const k of ['email', 'phone', 'name', 'hash']) {
         const v = who[k];
         if (typeof v === 'string' ? v.trim() : typeof v === 'number') {
           payload[k] = String(v).trim();

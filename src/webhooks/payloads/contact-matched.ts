@@ -8,6 +8,8 @@ export interface ContactMatchInput {
   orgId: number;
   contact: string;
   type: 'EMAIL' | 'PHONE';
+  /** the identify carried a valid hash for this contact (identity verification); false when left out */
+  verified?: boolean;
   at: Date;
   /** product URLs, most recent first; only the first 3 are sent */
   lastView: string[];
@@ -25,6 +27,7 @@ export function contactMatchedPayload(input: ContactMatchInput): ContactMatched 
     type: input.type,
     date: utcDay(input.at),
     org_id: String(input.orgId),
+    verified: input.verified === true,
   };
   // optional fields only when there is data: never null, never empty
   if (input.lastAddToCart) body.last_addtocart = input.lastAddToCart;

@@ -1,0 +1,76 @@
+// The trust settings of organisations (DESIGN.md §6 "Trust"): Kysely only.
+// allowed_domains NULL means the default (the organisation's domain_key);
+// identity_secret_enc is sealed by the caller with the server's Cipher.
+import { type Kysely, type Transaction, sql } from 'kysely';
+import type { DB } from '../db/schema.ts';
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+/** Tells every process (after commit) that this organisation's settings changed. */
+export const ORGANISATIONS_CHANNEL = 'trackway_organisations';
+
+export interface PolicyRow {
+  id: number;
+  is_active: boolean;
+  domain_key: string;
+  identity_verification: 'optional' | 'required';
+  allowed_domains: string[] | null;
+  enforce_origin: boolean;
+  identity_secret_enc: string | null;
+}
+
+/** What the tracking hot path needs of an organisation (read through a cache). */
+export function findPolicyRow(db: Db, orgId: number): Promise<PolicyRow | undefined> {
+  return db
+    .selectFrom('organisations')
+    .select(['id', 'is_active', 'domain_key', 'identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc'])
+    .where('id', '=', orgId)
+    .executeTakeFirst();
+}
+
+export interface SettingsChange {
+  identity_verification?: 'optional' | 'required';
+  /** null: back to the default */
+  allowed_domains?: string[] | null;
+  enforce_origin?: boolean;
+}
+
+/** Applies the settings sent (at least one) and touches modified_at. */
+export async function updateSettings(tx: Transaction<DB>, orgId: number, change: SettingsChange): Promise<void> {
+  await tx
+    .updateTable('organisations')
+    // node-postgres sends allowed_domains (a JS array) as a PostgreSQL text[]
+    .set({ ...change, modified_at: sql<Date>`now()` })
+    .where('id', '=', orgId)
+    .execute();
+}
+
+/** Replaces the identity secret (rotation) and touches modified_at. */
+export async function replaceIdentitySecret(tx: Transaction<DB>, orgId: number, sealed: string): Promise<void> {
+  await tx
+    .updateTable('organisations')
+    .set({ identity_secret_enc: sealed, modified_at: sql<Date>`now()` })
+    .where('id', '=', orgId)
+    .execute();
+}
+
+/**
+ * Gives an organisation its first identity secret unless it has one (also
+ * under a concurrent call): answers the secret it has now.
+ */
+export async function ensureIdentitySecret(db: Db, orgId: number, sealed: string): Promise<string | undefined> {
+  const made = await db
+    .updateTable('organisations')
+    .set({ identity_secret_enc: sealed })
+    .where('id', '=', orgId)
+    .where('identity_secret_enc', 'is', null)
+    .returning('identity_secret_enc')
+    .executeTakeFirst();
+  if (made?.identity_secret_enc) return made.identity_secret_enc;
+  const row = await db.selectFrom('organisations').select('identity_secret_enc').where('id', '=', orgId).executeTakeFirst();
+  return row?.identity_secret_enc ?? undefined;
+}
+
+export async function announceOrganisationChange(db: Db, orgId: number): Promise<void> {
+  await sql`SELECT pg_notify(${ORGANISATIONS_CHANNEL}, ${String(orgId)})`.execute(db);
+}

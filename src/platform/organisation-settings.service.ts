@@ -1,0 +1,106 @@
+// An organisation's trust settings (DESIGN.md §6 "Trust"): how they read
+// (OrganisationDetail), updateOrganisationSettings and rotateIdentitySecret.
+// Every change drops the organisation's cached policy in this process and,
+// through `trackway_organisations`, in every other one.
+import type { Deps } from '../deps.ts';
+import { type FieldError, platformError } from '../http/errors.ts';
+import type { Principal, Schemas } from '../http/types.ts';
+import { MAX_ALLOWED_DOMAINS, normaliseAllowedDomain } from '../identity/url-policy.ts';
+import { newIdentitySecret } from '../identity/verification.ts';
+import { requireOrganisation } from './access.ts';
+import { effectiveAllowedDomains } from './organisation-directory.ts';
+import {
+  announceOrganisationChange,
+  ensureIdentitySecret,
+  replaceIdentitySecret,
+  type SettingsChange,
+  updateSettings,
+} from './organisation-settings.repository.ts';
+import type { OrganisationRow } from './organisations.repository.ts';
+import type { Cipher } from './secrets.ts';
+
+type SettingsDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
+export type TrustSettings = Pick<Schemas['OrganisationDetail'], 'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'identity_secret'>;
+
+/** A new identity secret, sealed with the server's cipher for storage. */
+export function newSealedIdentitySecret(cipher: Cipher): string {
+  return cipher.encrypt(newIdentitySecret());
+}
+
+/**
+ * The trust settings of an organisation as read back, its identity secret
+ * in clear. An organisation made before identity verification existed gets
+ * its secret here, on first need.
+ */
+export async function trustSettings(deps: SettingsDeps, row: OrganisationRow): Promise<TrustSettings> {
+  let sealed = row.identity_secret_enc;
+  if (sealed === null) {
+    sealed = (await ensureIdentitySecret(deps.db, row.id, newSealedIdentitySecret(deps.cipher))) ?? null;
+    if (sealed === null) throw new Error(`organisation ${row.id} has no identity secret`);
+    deps.organisations.invalidate(row.id);
+    await announceOrganisationChange(deps.db, row.id);
+  }
+  return {
+    identity_verification: row.identity_verification,
+    allowed_domains: effectiveAllowedDomains(row),
+    enforce_origin: row.enforce_origin,
+    identity_secret: deps.cipher.decrypt(sealed),
+  };
+}
+
+function invalid(errors: FieldError[]) {
+  const first = errors.slice(0, 3).map((e) => `${e.path} ${e.message}`);
+  return platformError(400, 4000, `Invalid request: ${first.join('; ')}${errors.length > 3 ? ` (and ${errors.length - 3} more)` : ''}`, errors);
+}
+
+/** The allowed_domains sent, normalised (lower-case, duplicates dropped), or the problems with them. */
+export function parseAllowedDomains(raw: string[]): string[] {
+  const errors: FieldError[] = [];
+  const out: string[] = [];
+  raw.forEach((entry, i) => {
+    const host = normaliseAllowedDomain(entry);
+    if (typeof host !== 'string') errors.push({ path: `body.allowed_domains.${i}`, message: host.error });
+    else if (!out.includes(host)) out.push(host);
+  });
+  if (raw.length === 0) errors.push({ path: 'body.allowed_domains', message: 'must list at least one host name (send null for the default)' });
+  if (raw.length > MAX_ALLOWED_DOMAINS) errors.push({ path: 'body.allowed_domains', message: `must not list more than ${MAX_ALLOWED_DOMAINS} host names` });
+  if (errors.length > 0) throw invalid(errors);
+  return out;
+}
+
+/** Applies the settings sent (at least one), then answers through `read`. */
+export async function changeSettings<T>(
+  deps: SettingsDeps,
+  principal: Principal,
+  orgId: number,
+  body: Schemas['OrganisationSettingsRequest'],
+  read: () => Promise<T>,
+): Promise<T> {
+  await requireOrganisation(deps.db, principal, orgId);
+  const change: SettingsChange = {};
+  if (body.allowed_domains !== undefined) change.allowed_domains = body.allowed_domains === null ? null : parseAllowedDomains(body.allowed_domains);
+  if (body.enforce_origin !== undefined) change.enforce_origin = body.enforce_origin;
+  if (body.identity_verification !== undefined) change.identity_verification = body.identity_verification;
+  if (Object.keys(change).length === 0) {
+    throw invalid([{ path: 'body', message: 'must set at least one of identity_verification, allowed_domains, enforce_origin' }]);
+  }
+  await deps.db.transaction().execute(async (tx) => {
+    await updateSettings(tx, orgId, change);
+    // `required` without a secret would refuse every identify: make sure there is one
+    if (change.identity_verification === 'required') await ensureIdentitySecret(tx, orgId, newSealedIdentitySecret(deps.cipher));
+    await announceOrganisationChange(tx, orgId);
+  });
+  deps.organisations.invalidate(orgId);
+  return read();
+}
+
+/** Replaces the identity secret: hashes made with the old one stop matching. */
+export async function rotateSecret<T>(deps: SettingsDeps, principal: Principal, orgId: number, read: () => Promise<T>): Promise<T> {
+  await requireOrganisation(deps.db, principal, orgId);
+  await deps.db.transaction().execute(async (tx) => {
+    await replaceIdentitySecret(tx, orgId, newSealedIdentitySecret(deps.cipher));
+    await announceOrganisationChange(tx, orgId);
+  });
+  deps.organisations.invalidate(orgId);
+  return read();
+}
