@@ -1999,7 +1999,7 @@ export interface components {
          * @example {
          *       "email": "jane.doe@example.com",
          *       "name": "Jane Doe",
-         *       "hash": "3f0b4c1e9a7d2b6c8e5f1a0d4b7c9e2f6a1d3c5b7e9f0a2c4d6e8b1a3c5d7e9f"
+         *       "hash": "7ac2622672a3029ec88cf196c20d131f98770ab3746adbd1ed4b0442f4c85332"
          *     }
          */
         IdentifyPayload: {
