@@ -55,7 +55,7 @@ describe('organisation settings', function () {
     expect(r1.status, r1.text).to.equal(200);
     expect(r1.body).to.include({ id, identity_verification: 'required', enforce_origin: false, domain: m.organisation.domain });
     expect(r1.body.allowed_domains).to.deep.equal([m.organisation.domain]);
-    expect(r1.body.modified_at > m.organisation.created_at).to.equal(true);
+    expect(r1.body.modified_at > (m.organisation as unknown as { created_at: string }).created_at).to.equal(true);
     expect((await stored(id)).modified_at.getTime()).to.be.greaterThan(before.modified_at.getTime());
 
     const r2 = await patch(id, { allowed_domains: ['Shop.Example.COM.', 'shop.example.com', 'cdn.example.net', '::1', '127.0.0.1'], enforce_origin: true });
@@ -136,7 +136,7 @@ describe('organisation settings', function () {
     const r = await rotate(id);
     expect(r.status, r.text).to.equal(200);
     expect(r.body.identity_secret).to.match(HEX64).and.not.equal(first);
-    expect(r.body.modified_at > m.organisation.modified_at).to.equal(true);
+    expect(r.body.modified_at > (m.organisation as unknown as { modified_at: string }).modified_at).to.equal(true);
     expect((await srv.api.get(path(id), { token: account.token })).body.identity_secret).to.equal(r.body.identity_secret);
     expect(srv.deps.cipher.decrypt((await stored(id)).identity_secret_enc!)).to.equal(r.body.identity_secret);
   });

@@ -137,14 +137,15 @@ describe('identity verification', function () {
     it('refuses the email form of the attack with 403 unverified_identity and stores nothing at all', async () => {
       const before = await storedDeliveries(srv, shop.orgId);
       const atk = shop.visitor('atk');
-      for (const payload of [
+      const payloads: Record<string, string>[] = [
         { email: 'BUYER@example.com' },
         { email: 'BUYER@example.com', hash: hashOf('0'.repeat(64), 'buyer@example.com') },
         { email: 'BUYER@example.com', hash: hashOf(secret, 'attacker@evil.example') },
         { email: 'BUYER@example.com', hash: 'not-a-hash' },
         { phone: '+1 555 0100', name: 'Mallory' },
         { name: 'Mallory' },
-      ]) {
+      ];
+      for (const payload of payloads) {
         const r = await atk.identify(payload);
         expect(r.status, `${JSON.stringify(payload)}: ${r.text}`).to.be.oneOf([400, 403]);
         if (r.status === 403) expect(r.body.error).to.equal('unverified_identity');
