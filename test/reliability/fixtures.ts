@@ -55,6 +55,9 @@ export async function fullTenant(srv: TestServer, endpoint: string, platform = '
   expect(deliveries.status, deliveries.text).to.equal(200);
   expect(deliveries.body.items.length, 'the identify and the event queued deliveries').to.be.greaterThan(0);
   const deliveryId = deliveries.body.items[0].id as number;
+  const organisation = await srv.api.get(`/v1/rest/${platform}/organisations/${orgId}`, { token: account.token });
+  expect(organisation.status, organisation.text).to.equal(200);
+  const identitySecret = organisation.body.identity_secret as string;
   const values: Record<string, string> = {
     platform_name: platform,
     org_id: String(orgId),
@@ -94,6 +97,7 @@ export async function fullTenant(srv: TestServer, endpoint: string, platform = '
       m.organisation.domain,
       m.user.email,
       hook.signing_secret,
+      identitySecret,
       authToken,
       email,
       coreId,

@@ -57,6 +57,8 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
   let main: FullTenant;
   /** owns the only integration testIntegration may post to (a local receiver no fuzzed request can change) */
   let owner: FullTenant;
+  /** whose trust settings are fuzzed (enforce_origin, required verification), so the tracking operations aimed at `main` keep reaching the ingest path */
+  let trust: FullTenant;
   const ops = contractOperations();
   const figures = { requests: 0, fiveXX: 0, byStatus: new Map<number, number>(), byKind: new Map<string, number>() };
   const failures: string[] = [];
@@ -71,6 +73,7 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
     });
     main = await fullTenant(srv, receiver.url, 'acme', 'fuzz');
     owner = await fullTenant(srv, receiver.url, 'acme', 'owner');
+    trust = await fullTenant(srv, receiver.url, 'acme', 'trust');
   });
 
   after(async () => {
@@ -85,6 +88,7 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
   });
 
   function tenantFor(op: ContractOperation): FullTenant {
+    if (op.operationId === 'updateOrganisationSettings' || op.operationId === 'rotateIdentitySecret') return trust;
     return op.operationId === 'testIntegration' ? owner : main;
   }
 
