@@ -1680,7 +1680,7 @@ export interface components {
          */
         IdentityVerification: "optional" | "required";
         /**
-         * @description A host name without scheme, port or path (`shop.example.com`; it allows its subdomains too), or an IP address (which allows only itself). Lower-cased when stored. Internationalised names in their `xn--` form. A name with a single label is refused, except `localhost`.
+         * @description A host name without scheme, port or path (`shop.example.com`; it allows its subdomains too), or an IP address (which allows only itself). Lower-cased, and a trailing dot dropped, when stored. Letters, digits, hyphens and underscores in dot-separated labels; internationalised names in their `xn--` form. A name with a single label is refused, except `localhost`. Anything else answers 400 (code 4000) saying why.
          * @example shop.example.com
          */
         AllowedDomain: string;

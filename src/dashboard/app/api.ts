@@ -58,11 +58,12 @@ api.use({
   },
 });
 
-/** A failed call, with the API's own message when it sent one. */
+/** A failed call, with the API's own message (and field problems) when it sent them. */
 export class ApiFailure extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly errors: { path: string; message: string }[] = [],
   ) {
     super(message);
   }
@@ -77,9 +78,9 @@ export async function call<T>(request: Promise<{ data?: T; error?: unknown; resp
     throw new ApiFailure(0, 'The server could not be reached. Check the connection and try again.');
   }
   if (!r.response.ok) {
-    const body = r.error as { message?: unknown } | undefined;
+    const body = r.error as { message?: unknown; errors?: unknown } | undefined;
     const message = typeof body?.message === 'string' ? body.message : `The request failed (HTTP ${r.response.status}).`;
-    throw new ApiFailure(r.response.status, message);
+    throw new ApiFailure(r.response.status, message, Array.isArray(body?.errors) ? (body.errors as { path: string; message: string }[]) : []);
   }
   return r.data as T;
 }

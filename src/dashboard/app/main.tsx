@@ -1,5 +1,6 @@
 // The dashboard: sign-in, then the platform's organisations and, per
-// organisation, its overview, integrations, deliveries and visitors.
+// organisation, its overview, integrations, deliveries, visitors and trust
+// settings.
 import { type JSX, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { clearSession, loadSession, onSessionExpired, type Session, saveSession } from './api.ts';
@@ -8,6 +9,7 @@ import { Integrations } from './integrations.tsx';
 import { OrganisationFrame, Overview } from './organisation.tsx';
 import { Organisations } from './organisations.tsx';
 import { BASE, Link, match, navigate, useLocation } from './router.ts';
+import { Settings } from './settings.tsx';
 import { SignIn } from './sign-in.tsx';
 import { Visitor, Visitors } from './visitors.tsx';
 
@@ -20,6 +22,7 @@ function Page({ url }: { url: URL }) {
     [`${BASE}/organisations/:id/deliveries`, (id) => <Deliveries orgId={id} url={url} />],
     [`${BASE}/organisations/:id/visitors`, (id) => <Visitors orgId={id} url={url} />],
     [`${BASE}/organisations/:id/visitors/:core`, (id, p) => <Visitor orgId={id} coreId={p.core!} />],
+    [`${BASE}/organisations/:id/settings`, (id) => <Settings orgId={id} />],
   ];
   for (const [pattern, view] of tabs) {
     const p = match(pattern, path);

@@ -17,6 +17,7 @@ const TABS = [
   ['/integrations', 'Integrations'],
   ['/deliveries', 'Deliveries'],
   ['/visitors', 'Visitors'],
+  ['/settings', 'Settings'],
 ] as const;
 
 export function OrganisationFrame({ orgId, path, children }: { orgId: number; path: string; children: ComponentChildren }) {

@@ -3,7 +3,7 @@
 // events (listEvents?core_id=).
 import { api, call, platform, type Schemas } from './api.ts';
 import { BASE, Link, navigate } from './router.ts';
-import { ago, Breakable, dateTime, Empty, ExternalLink, Pager, Show, useAsync, usePager } from './ui.tsx';
+import { ago, Badge, Breakable, dateTime, Empty, ExternalLink, Pager, Show, useAsync, usePager } from './ui.tsx';
 
 function place(l: Schemas['Location'] | null): string {
   if (!l) return 'Unknown';
@@ -16,7 +16,7 @@ function Contacts({ contacts }: { contacts: Schemas['VisitorContact'][] }) {
     <ul class="plain">
       {contacts.map((c) => (
         <li key={c.type + c.value} class="wrap">
-          {c.value} <span class="muted">({c.type.toLowerCase()})</span>
+          {c.value} <span class="muted">({c.type.toLowerCase()})</span> {c.verified && <Badge tone="ok">verified</Badge>}
         </li>
       ))}
     </ul>
