@@ -26,6 +26,7 @@ const MATCHED = {
   type: 'EMAIL',
   date: '2024-05-14',
   org_id: '42',
+  verified: true,
   last_addtocart: 'https://shop.example.com/products/linen-shirt',
   last_view: [
     'https://shop.example.com/products/linen-shirt',
@@ -99,7 +100,11 @@ The machine-readable description is the <code>webhooks</code> section of <a href
 <h3>Contact match (<code>medium: "matched"</code>)</h3>
 <p>Sent to integrations with <code>do_contacts: true</code> each time a visitor is linked to an email or phone it
 was not linked to before. <code>last_view</code> (up to three product URLs, most recent first) and
-<code>last_addtocart</code> are left out when there is no data.</p>
+<code>last_addtocart</code> are left out when there is no data; they only ever hold URLs on the organisation's
+allowed domains (its own domain by default). <code>verified</code> is <code>true</code> when the shop's server vouched
+for the contact (identity verification: the identify call carried a valid <code>hash</code>), <code>false</code> when a
+browser alone said so: do not send marketing or cart-recovery email to an unverified match before it is confirmed.
+Deliveries made before this field existed lack it.</p>
 <pre>${json(MATCHED)}</pre>
 <h3>Event export (<code>medium: "event"</code>)</h3>
 <p>Sent to integrations with <code>do_events: true</code> for every tracked event of a visitor who is a known

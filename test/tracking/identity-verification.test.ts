@@ -222,6 +222,12 @@ describe('identity verification', function () {
       secret = fresh;
     });
 
+    it('is documented for receivers on /docs/webhooks', async () => {
+      const page = await srv.api.get('/docs/webhooks', { unchecked: true });
+      expect(page.text).to.include('<code>verified</code> is <code>true</code> when the shop');
+      expect(page.text).to.include('"verified": true');
+    });
+
     it('goes back to today’s behaviour when set to optional again (earlier links stay as they were)', async () => {
       expect((await shop.settings({ identity_verification: 'optional' })).status).to.equal(200);
       const v = shop.visitor();
