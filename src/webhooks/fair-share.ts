@@ -207,12 +207,16 @@ export class FairShare {
     lane.usedAt = Date.now();
     const org = this.orgs.get(lane.orgId)!;
     org.held--;
-    let reopened = wasGlobalFull;
-    if (lane.full && lane.held <= this.capacity(lane) / 2) {
+    // worth a claim: the process had no room, or this integration or organisation
+    // just drained to half its share (whether or not it had filled it)
+    const laneHalf = this.capacity(lane) / 2;
+    const orgHalf = this.opts.perOrganisation / 2;
+    let reopened = wasGlobalFull || (lane.held <= laneHalf && lane.held + 1 > laneHalf) || (org.held <= orgHalf && org.held + 1 > orgHalf);
+    if (lane.full && lane.held <= laneHalf) {
       lane.full = false;
       reopened = true;
     }
-    if (org.full && org.held <= this.opts.perOrganisation / 2) {
+    if (org.full && org.held <= orgHalf) {
       org.full = false;
       reopened = true;
     }
