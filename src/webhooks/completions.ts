@@ -7,7 +7,7 @@ import type { Database } from '../db/database.ts';
 import type { Logger } from '../log.ts';
 import { summarise } from './circuit-breaker.ts';
 import type { WebhookMetrics } from './metrics.ts';
-import { type BreakerSettings, type Completion, type HealthChange, completeAttempts } from './outcomes.repository.ts';
+import { type BreakerSettings, type Completion, type CompletionResult, type HealthChange, completeAttempts } from './outcomes.repository.ts';
 
 const MAX_BATCH = 1000;
 
@@ -29,8 +29,8 @@ export interface CompletionWriterOptions {
   breaker: BreakerSettings;
   /** told the soonest retry delay of each written batch */
   onRetryScheduled: (delayMs: number) => void;
-  /** told what each batch changed in endpoints' circuit breakers */
-  onHealth: (changes: HealthChange[]) => void;
+  /** told what each batch changed in endpoints' circuit breakers (failing ones, and those it closed) */
+  onHealth: (changes: HealthChange[], resumed: CompletionResult['resumed']) => void;
 }
 
 export class CompletionWriter {
@@ -87,7 +87,7 @@ export class CompletionWriter {
         );
         failures = 0;
         this.count(batch, result.applied);
-        if (result.health.length > 0) this.opts.onHealth(result.health);
+        if (result.health.length > 0 || result.resumed.length > 0) this.opts.onHealth(result.health, result.resumed);
       } catch (err) {
         failures++;
         if (Date.now() >= this.giveUpAt) {

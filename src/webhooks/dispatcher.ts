@@ -122,7 +122,7 @@ export class Dispatcher {
     this.writer = new CompletionWriter(deps.db, deps.log, this.metrics, {
       breaker: { ...this.breaker, disableAfterMs: deps.config.webhookDisableAfterMs },
       onRetryScheduled: (delayMs) => this.wakeIn(delayMs),
-      onHealth: (changes) => this.healthChanged(changes),
+      onHealth: (changes, resumed) => this.healthChanged(changes, resumed),
     });
   }
 
@@ -320,8 +320,11 @@ export class Dispatcher {
   }
 
   /** What an outcome write changed in endpoints' circuit breakers. */
-  private healthChanged(changes: HealthChange[]): void {
+  private healthChanged(changes: HealthChange[], resumed: { org_id: number; integration_id: number }[]): void {
     const now = Date.now();
+    for (const r of resumed) this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');
+    // what waited for a paused endpoint is due now
+    if (resumed.length > 0 && !this.stopping) this.signal.wake();
     for (const h of changes) {
       const ctx = { orgId: h.org_id, integrationId: h.integration_id, failures: h.consecutive_failures, lastError: h.last_error };
       if (h.opened_now) {

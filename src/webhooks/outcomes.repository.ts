@@ -51,6 +51,8 @@ export interface HealthChange {
 export interface CompletionResult {
   applied: Applied[];
   health: HealthChange[];
+  /** endpoints whose breaker this write closed (a success after it had opened) */
+  resumed: { org_id: number; integration_id: number }[];
 }
 
 export interface BreakerSettings extends BreakerOptions {
@@ -72,10 +74,14 @@ export async function completeAttempts(
   endpoints: EndpointOutcome[],
   breaker: BreakerSettings,
 ): Promise<CompletionResult> {
-  if (batch.length === 0) return { applied: [], health: [] };
+  if (batch.length === 0) return { applied: [], health: [], resumed: [] };
   const col = <T>(f: (c: Completion) => T) => batch.map(f);
   const ep = <T>(f: (e: EndpointOutcome) => T) => endpoints.map(f);
-  const { rows } = await sql<{ applied: Applied[]; health: (Omit<HealthChange, 'paused_until'> & { paused_until: string | null })[] }>`${sql.raw(PREPARE)}
+  const { rows } = await sql<{
+    applied: Applied[];
+    health: (Omit<HealthChange, 'paused_until'> & { paused_until: string | null })[];
+    resumed: CompletionResult['resumed'];
+  }>`${sql.raw(PREPARE)}
     WITH r AS (
       SELECT * FROM unnest(
         ${col((c) => c.orgId)}::bigint[], ${col((c) => c.id)}::bigint[], ${col((c) => c.n)}::int[],
@@ -123,7 +129,7 @@ export async function completeAttempts(
       USING hs
       WHERE h.org_id = hs.org_id AND h.integration_id = hs.integration_id
         AND hs.ok AND hs.fails = 0 AND h.disabled_at IS NULL
-      RETURNING h.org_id
+      RETURNING h.org_id, h.integration_id, h.opened_count > 0 AS was_open
     ),
     changed AS (
       UPDATE webhook_endpoint_health h
@@ -178,11 +184,14 @@ export async function completeAttempts(
            (SELECT COALESCE(json_agg(json_build_object(
               'org_id', org_id, 'integration_id', integration_id, 'consecutive_failures', consecutive_failures,
               'opened_count', opened_count, 'paused_until', paused_until, 'opened_now', opened_now,
-              'disable_due', COALESCE(disable_due, false), 'last_error', last_error)), '[]') FROM health) AS health
+              'disable_due', COALESCE(disable_due, false), 'last_error', last_error)), '[]') FROM health) AS health,
+           (SELECT COALESCE(json_agg(json_build_object('org_id', org_id, 'integration_id', integration_id)), '[]')
+            FROM healed WHERE was_open) AS resumed
   `.execute(db);
   const row = rows[0]!;
   return {
     applied: row.applied,
     health: row.health.map((h) => ({ ...h, paused_until: h.paused_until === null ? null : new Date(h.paused_until) })),
+    resumed: row.resumed,
   };
 }
