@@ -45,8 +45,8 @@ export interface ClaimOptions {
 
 export interface Claim {
   rows: ClaimedDelivery[];
-  /** some integration had more due than this claim took from it: claim again soon */
-  more: boolean;
+  /** integrations that had more due than this claim took from them (cut by a share or the limit) */
+  cut: { orgId: number; integrationId: number }[];
 }
 
 export const LOST_ATTEMPT_ERROR =
@@ -75,7 +75,7 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
   const margin = opts.leaseMarginMs;
   const ri = opts.integrationRooms;
   const ro = opts.orgRooms;
-  const { rows } = await sql<ClaimedDelivery & { more: boolean | null }>`${sql.raw(PREPARE)}
+  const { rows } = await sql<ClaimedDelivery & { cut: [number, number][] | null }>`${sql.raw(PREPARE)}
     WITH RECURSIVE
     queues AS (
       (SELECT d.org_id, d.integration_id, d.next_attempt_at FROM deliveries d
@@ -190,15 +190,18 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
     )
     SELECT org_id, id, integration_id, kind, webhook_id, body, attempts_count, schedule_start,
            endpoint, auth_token_enc, signing_secret_enc, http_timeout, modified_at, probe,
-           lease_was AS due_at, NULL::boolean AS more
+           lease_was AS due_at, NULL::json AS cut
     FROM claimed
     UNION ALL
     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           EXISTS (SELECT 1 FROM picked p WHERE p.rn_i = p.take AND p.take < p.room)
+           (SELECT COALESCE(json_agg(DISTINCT jsonb_build_array(p.org_id, p.integration_id)), '[]')
+            FROM picked p
+            WHERE p.rn_i = p.take OR NOT EXISTS (SELECT 1 FROM chosen c WHERE c.org_id = p.org_id AND c.id = p.id))
   `.execute(db);
-  // the last row only says whether there is more
+  // the last row only lists the integrations that had more
   const claimed = rows.filter((r) => r.id !== null);
-  return { rows: claimed, more: rows.some((r) => r.id === null && r.more === true) };
+  const cut = rows.find((r) => r.id === null)?.cut ?? [];
+  return { rows: claimed, cut: cut.map(([orgId, integrationId]) => ({ orgId, integrationId })) };
 }
 
 /** Gives claims back unsent (due at once, attempt number restored), e.g. for a saturated endpoint. */

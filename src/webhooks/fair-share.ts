@@ -170,6 +170,19 @@ export class FairShare {
     return reopened;
   }
 
+  /**
+   * Whether a claim for the integration (of the organisation) is due now
+   * rather than when it drains to half its share: it holds half of it or
+   * less (its jobs finished while the claim ran), so no such wake-up is
+   * coming.
+   */
+  wantsMore(orgId: number, integrationId: number): boolean {
+    const lane = this.lanes.get(integrationId);
+    const org = this.orgs.get(orgId);
+    if (org && (org.full || org.held > this.opts.perOrganisation / 2)) return false;
+    return !lane || (!lane.full && lane.held <= this.capacity(lane) / 2);
+  }
+
   /** Removes and returns the jobs of an integration that have not started (its breaker opened). */
   takeWaiting(integrationId: number): Job[] {
     const lane = this.lanes.get(integrationId);
