@@ -16,18 +16,16 @@ import type { Schemas } from '../http/types.ts';
 export interface BreakerOptions {
   /** failed attempts in a row that pause an endpoint (default 5) */
   threshold: number;
-  /** the first pause, in ms (default 5 s); each failed probe doubles it */
+  /**
+   * the first pause, in ms (default 5 s); after the n-th opening since the
+   * last success the pause is min(maxCooldownMs, cooldownMs × 2^(n-1))
+   */
   cooldownMs: number;
   /** the longest pause, in ms (default 10 min) */
   maxCooldownMs: number;
 }
 
 export const DEFAULT_BREAKER: BreakerOptions = { threshold: 5, cooldownMs: 5_000, maxCooldownMs: 600_000 };
-
-/** The pause after the breaker opened for the `opened`-th time since the last success (1-based). */
-export function cooldownMs(opts: BreakerOptions, opened: number): number {
-  return Math.min(opts.maxCooldownMs, opts.cooldownMs * 2 ** Math.max(0, opened - 1));
-}
 
 /** One attempt's outcome, as the breaker sees it. */
 export interface AttemptOutcome {

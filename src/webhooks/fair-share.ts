@@ -194,10 +194,6 @@ export class FairShare {
     return [...this.lanes.values()].flatMap((lane) => lane.queue.splice(0));
   }
 
-  lane(integrationId: number): Lane | undefined {
-    return this.lanes.get(integrationId);
-  }
-
   snapshot(): ShareSnapshot {
     let organisationsFull = 0;
     let largestOrganisation = 0;

@@ -10,7 +10,8 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
-import { cooldownMs, DEFAULT_BREAKER, healthView, summarise } from '../../src/webhooks/circuit-breaker.ts';
+import { DEFAULT_BREAKER, type EndpointOutcome, healthView, summarise } from '../../src/webhooks/circuit-breaker.ts';
+import { completeAttempts } from '../../src/webhooks/outcomes.repository.ts';
 import { longDuration } from '../../src/webhooks/auto-disable.ts';
 import { freshDatabase, startTestServer, type TestDatabase, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
@@ -26,11 +27,8 @@ describe('circuit breaker', function () {
   this.timeout(60_000);
 
   describe('pure parts', () => {
-    it('defaults to 5 failures in a row, a 5 s pause doubling up to 10 min', () => {
+    it('defaults to 5 failures in a row and a 5 s pause doubling up to 10 min', () => {
       expect(DEFAULT_BREAKER).to.deep.equal({ threshold: 5, cooldownMs: 5_000, maxCooldownMs: 600_000 });
-      expect([1, 2, 3, 4, 8, 9, 20].map((n) => cooldownMs(DEFAULT_BREAKER, n))).to.deep.equal([
-        5_000, 10_000, 20_000, 40_000, 600_000, 600_000, 600_000,
-      ]);
     });
 
     it('sums a batch up per endpoint in the order the endpoint answered: failures after the last success count', () => {
@@ -66,6 +64,63 @@ describe('circuit breaker', function () {
       expect(loadConfig({ WEBHOOK_DISABLE_AFTER: 'off' }).webhookDisableAfterMs).to.equal(undefined);
       expect(() => loadConfig({ WEBHOOK_DISABLE_AFTER: 'soon' })).to.throw(/WEBHOOK_DISABLE_AFTER/);
       expect(() => loadConfig({ WEBHOOK_DISABLE_AFTER: '10ms' })).to.throw(/at least 1s/);
+    });
+  });
+
+  describe('the outcome write (SQL)', () => {
+    let database: TestDatabase;
+    const breaker = { threshold: 5, cooldownMs: 1_000, maxCooldownMs: 8_000, disableAfterMs: 60_000 };
+    before(async () => {
+      database = await freshDatabase();
+    });
+    after(() => database.drop());
+
+    // a batch whose delivery does not exist: only the endpoint summary matters here
+    const write = (endpoint: Omit<EndpointOutcome, 'orgId' | 'integrationId'>, integrationId: number) =>
+      completeAttempts(
+        database.handle.db,
+        [{ orgId: 1, id: 987_654_321, n: 1, outcome: 'retry', delayMs: 0, lastError: 'x', attemptedAt: new Date(), statusCode: null, durationMs: 1, error: 'x', responseExcerpt: null, deliveredAt: null }],
+        [{ orgId: 1, integrationId, ...endpoint }],
+        breaker,
+      );
+    const fail = (n: number, extra: Partial<EndpointOutcome> = {}) => ({
+      ok: false, fails: n, firstFailAt: new Date(), lastFailAt: new Date(), lastError: 'HTTP 503', probeFailed: false, ...extra,
+    });
+    const row = (integrationId: number) =>
+      database.handle.db.selectFrom('webhook_endpoint_health').selectAll().where('org_id', '=', 1).where('integration_id', '=', integrationId).executeTakeFirst();
+
+    it('counts failures, opens at the threshold, doubles the pause on each failed probe up to the cap, and deletes the row on a success', async () => {
+      const first = await write(fail(4), 11);
+      expect(first.health).to.have.length(1);
+      expect(first.health[0]).to.include({ consecutive_failures: 4, opened_count: 0, opened_now: false, disable_due: false });
+      const opened = await write(fail(1), 11);
+      expect(opened.health[0]).to.include({ consecutive_failures: 5, opened_count: 1, opened_now: true });
+      const pause = (h: { paused_until: Date | null }) => h.paused_until!.getTime() - Date.now();
+      expect(pause(opened.health[0]!)).to.be.within(500, 1_000);
+      // failures of attempts still in flight count, but do not move the pause
+      const straggler = await write(fail(2), 11);
+      expect(straggler.health[0]).to.include({ consecutive_failures: 7, opened_count: 1, opened_now: false });
+      expect(straggler.health[0]!.paused_until!.getTime()).to.equal(opened.health[0]!.paused_until!.getTime());
+      // failed probes: 2 s, 4 s, 8 s, 8 s (the cap)
+      for (const expected of [2_000, 4_000, 8_000, 8_000]) {
+        const probe = await write(fail(1, { probeFailed: true }), 11);
+        expect(probe.health[0]!.opened_now).to.equal(true);
+        expect(pause(probe.health[0]!)).to.be.within(expected - 500, expected);
+      }
+      expect((await row(11))!.opened_count).to.equal(5);
+      // a success closes it
+      const ok = await write({ ok: true, fails: 0, firstFailAt: null, lastFailAt: null, lastError: null, probeFailed: false }, 11);
+      expect(ok.health).to.deep.equal([]);
+      expect(ok.resumed).to.deep.equal([{ org_id: 1, integration_id: 11 }]);
+      expect(await row(11)).to.equal(undefined);
+    });
+
+    it('restarts the count from the failures after a success in the same batch, and flags an endpoint failing for longer than the limit', async () => {
+      await write(fail(3), 12);
+      const mixed = await write({ ok: true, fails: 2, firstFailAt: new Date(), lastFailAt: new Date(), lastError: 'HTTP 502', probeFailed: false }, 12);
+      expect(mixed.health[0]).to.include({ consecutive_failures: 2, opened_count: 0, last_error: 'HTTP 502' });
+      const long = await write(fail(1, { firstFailAt: new Date(Date.now() - 120_000) }), 13);
+      expect(long.health[0]).to.include({ disable_due: true });
     });
   });
 
