@@ -85,6 +85,7 @@ export class Dispatcher {
   private readonly signal = new Signal();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly disabling = new Set<number>();
+  private readonly shareSource = () => this.share.snapshot();
   private readonly abort = new AbortController();
   private stopping = false;
   private capacityWait = false;
@@ -116,7 +117,7 @@ export class Dispatcher {
     });
     this.credentials = createCredentialCache(deps.cipher);
     this.metrics = webhookMetrics(deps.metrics.registry, deps.db);
-    this.metrics.shareSource = () => this.share.snapshot();
+    this.metrics.shareSource = this.shareSource;
     this.ua = userAgent(deps.config.publicUrl);
     setMaxListeners(0, this.abort.signal); // one listener per request in flight
     this.writer = new CompletionWriter(deps.db, deps.log, this.metrics, {
@@ -170,7 +171,7 @@ export class Dispatcher {
     }
     await this.writer.drain(this.stopGraceMs);
     this.sender.close();
-    if (this.metrics.shareSource) this.metrics.shareSource = undefined;
+    if (this.metrics.shareSource === this.shareSource) this.metrics.shareSource = undefined;
   }
 
   private async run(): Promise<void> {

@@ -67,13 +67,16 @@ export async function markDisabled(
   return Number(r.numUpdatedRows) > 0;
 }
 
-/** Endpoints paused by their circuit breaker right now (every organisation: an operator's gauge). */
+/** Active endpoints paused by their circuit breaker right now (every organisation: an operator's gauge). */
 export async function countPausedEndpoints(db: Database): Promise<number> {
   const row = await db
-    .selectFrom('webhook_endpoint_health')
+    .selectFrom('webhook_endpoint_health as h')
+    .innerJoin('integrations as i', (j) => j.onRef('i.org_id', '=', 'h.org_id').onRef('i.id', '=', 'h.integration_id'))
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('opened_count', '>', 0)
-    .where('disabled_at', 'is', null)
+    .where('h.opened_count', '>', 0)
+    .where('h.disabled_at', 'is', null)
+    .where('i.active', '=', true)
+    .where('i.deleted_at', 'is', null)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
