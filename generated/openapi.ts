@@ -116,6 +116,9 @@ export interface paths {
          *       of another organisation, answers 404 (code 4040). An integration
          *       cannot be moved to another organisation.
          *     - Deactivating cancels the integration's pending deliveries.
+         *     - Activating an inactive integration, or changing its endpoint,
+         *       clears its `health` (a circuit-breaker pause, or the reason
+         *       Trackway disabled it).
          *     - `signing_secret` and `created_at` do not change.
          */
         put: operations["updateIntegration"];
@@ -196,8 +199,10 @@ export interface paths {
         /**
          * Read a webhook integration
          * @description Returns one integration of an organisation assigned to the caller, with
-         *     its `authToken` masked and its `signing_secret`. An integration of any
-         *     other organisation answers 404 (code 4040) like a missing one.
+         *     its `authToken` masked, its `signing_secret` and the `health` of its
+         *     endpoint (failing, paused by the circuit breaker, or disabled by
+         *     Trackway and why). An integration of any other organisation answers
+         *     404 (code 4040) like a missing one.
          */
         get: operations["getIntegration"];
         put?: never;
@@ -225,6 +230,9 @@ export interface paths {
          *       caller, else 404 (code 4040) like a missing one.
          *     - At least one field must be sent (400, code 4000, otherwise).
          *     - Setting `active: false` cancels the integration's pending deliveries.
+         *     - Setting `active: true` on an inactive integration, or changing its
+         *       endpoint, clears its `health` (a circuit-breaker pause, or the reason
+         *       Trackway disabled it).
          *     - `signing_secret` and `created_at` do not change.
          */
         patch: operations["patchIntegration"];
@@ -1773,7 +1781,7 @@ export interface components {
             id: components["schemas"]["ResourceId"];
             /** @description Organisation of the integration; must be assigned to the caller and must be the organisation the integration belongs to. */
             org_id: components["schemas"]["ResourceId"];
-            /** @description New state. Setting `false` stops deliveries, including pending ones (they become `cancelled`). */
+            /** @description New state. Setting `false` stops deliveries, including pending ones (they become `cancelled`). Setting `true` on an inactive integration (one Trackway disabled included) also clears its `health`. */
             active: boolean;
             /** @constant */
             type: "WEBHOOK";
@@ -1781,7 +1789,7 @@ export interface components {
         };
         /** @description The fields of an integration to change; a field left out keeps its value. */
         PatchIntegrationRequest: {
-            /** @description New state. Setting `false` stops deliveries, including pending ones (they become `cancelled`). */
+            /** @description New state. Setting `false` stops deliveries, including pending ones (they become `cancelled`). Setting `true` on an inactive integration (one Trackway disabled included) also clears its `health`. */
             active?: boolean;
             data?: components["schemas"]["IntegrationDataPatch"];
         };
@@ -1802,6 +1810,7 @@ export interface components {
         Integration: {
             id: components["schemas"]["ResourceId"];
             org_id: components["schemas"]["ResourceId"];
+            /** @description Whether deliveries are made. Trackway sets it to `false` itself when it disables an endpoint that kept failing (see `health`). */
             active: boolean;
             /** @constant */
             type: "WEBHOOK";
@@ -1810,6 +1819,62 @@ export interface components {
             signing_secret: string;
             created_at: components["schemas"]["Timestamp"];
             modified_at: components["schemas"]["Timestamp"];
+            health: components["schemas"]["IntegrationHealth"];
+        };
+        /**
+         * @description How the integration's endpoint has been answering deliveries, as every Trackway process sees it. After 5 failed attempts in a row (no answer within `httpTimeout`, a network error, or any status other than 2xx) the endpoint is paused by a circuit breaker: its deliveries wait, keeping their attempt counts and retry schedule, and none is lost or failed because of the pause. When the pause ends, one delivery goes out as a probe: if it succeeds everything resumes, if it fails the endpoint is paused again for twice as long (5 s at first, at most 10 minutes). An endpoint that has not accepted a single delivery for 5 days (the server's `WEBHOOK_DISABLE_AFTER`) is disabled: the integration becomes inactive, its pending deliveries are cancelled (and can be retried once it is active again), and `disabled_reason` says why. Activating the integration again (`active: true`), or giving it another endpoint, clears this state; any delivery the endpoint accepts clears it too.
+         * @example {
+         *       "state": "healthy",
+         *       "consecutive_failures": 0,
+         *       "failing_since": null,
+         *       "last_error": null,
+         *       "paused_until": null,
+         *       "disabled_at": null,
+         *       "disabled_reason": null
+         *     }
+         * @example {
+         *       "state": "paused",
+         *       "consecutive_failures": 7,
+         *       "failing_since": "2024-05-15T16:02:48.551Z",
+         *       "last_error": "Timeout awaiting 'request' for 10000ms",
+         *       "paused_until": "2024-05-15T16:05:12.004Z",
+         *       "disabled_at": null,
+         *       "disabled_reason": null
+         *     }
+         * @example {
+         *       "state": "disabled",
+         *       "consecutive_failures": 412,
+         *       "failing_since": "2024-05-15T16:02:48.551Z",
+         *       "last_error": "HTTP 503",
+         *       "paused_until": null,
+         *       "disabled_at": "2024-05-20T16:09:31.270Z",
+         *       "disabled_reason": "Disabled automatically: no delivery succeeded for 5 days (failing since 2024-05-15T16:02:48.551Z, 412 attempts in a row); last error: HTTP 503. Activate the integration again once the endpoint works."
+         *     }
+         */
+        IntegrationHealth: {
+            /**
+             * @description - `healthy`: the last attempt succeeded, or none failed yet.
+             *     - `failing`: the last attempts failed, fewer than 5 in a row;
+             *       deliveries continue.
+             *     - `paused`: the circuit breaker holds deliveries back until
+             *       `paused_until`, then sends one probe.
+             *     - `disabled`: Trackway disabled the integration after it failed for
+             *       days (`active` is `false`); see `disabled_reason`.
+             * @enum {string}
+             */
+            state: "healthy" | "failing" | "paused" | "disabled";
+            /** @description Failed attempts since the last successful one. */
+            consecutive_failures: number;
+            /** @description When the first of those failed attempts was made; `null` while the last attempt succeeded. */
+            failing_since: components["schemas"]["Timestamp"] | null;
+            /** @description Why the last failed attempt failed (`HTTP 503`, a timeout, a network error); `null` while the last attempt succeeded. */
+            last_error: string | null;
+            /** @description While `paused`: when the probe delivery may be sent (while a probe is in flight, when it will have timed out). `null` otherwise. */
+            paused_until: components["schemas"]["Timestamp"] | null;
+            /** @description When Trackway disabled the integration; `null` unless `disabled`. */
+            disabled_at: components["schemas"]["Timestamp"] | null;
+            /** @description Why Trackway disabled the integration; `null` unless `disabled`. */
+            disabled_reason: string | null;
         };
         /** @description `code` 2011 / `Created` after a create, 2001 / `OK` after an update. */
         IntegrationResponse: {
@@ -2961,7 +3026,16 @@ export interface operations {
                      *           },
                      *           "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                      *           "created_at": "2024-05-14T09:25:13.120Z",
-                     *           "modified_at": "2024-05-14T09:25:13.120Z"
+                     *           "modified_at": "2024-05-14T09:25:13.120Z",
+                     *           "health": {
+                     *             "state": "healthy",
+                     *             "consecutive_failures": 0,
+                     *             "failing_since": null,
+                     *             "last_error": null,
+                     *             "paused_until": null,
+                     *             "disabled_at": null,
+                     *             "disabled_reason": null
+                     *           }
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -3022,7 +3096,16 @@ export interface operations {
                      *         },
                      *         "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                      *         "created_at": "2024-05-14T09:25:13.120Z",
-                     *         "modified_at": "2024-05-15T16:02:48.551Z"
+                     *         "modified_at": "2024-05-15T16:02:48.551Z",
+                     *         "health": {
+                     *           "state": "healthy",
+                     *           "consecutive_failures": 0,
+                     *           "failing_since": null,
+                     *           "last_error": null,
+                     *           "paused_until": null,
+                     *           "disabled_at": null,
+                     *           "disabled_reason": null
+                     *         }
                      *       }
                      *     }
                      */
@@ -3083,7 +3166,16 @@ export interface operations {
                      *         },
                      *         "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                      *         "created_at": "2024-05-14T09:25:13.120Z",
-                     *         "modified_at": "2024-05-14T09:25:13.120Z"
+                     *         "modified_at": "2024-05-14T09:25:13.120Z",
+                     *         "health": {
+                     *           "state": "healthy",
+                     *           "consecutive_failures": 0,
+                     *           "failing_since": null,
+                     *           "last_error": null,
+                     *           "paused_until": null,
+                     *           "disabled_at": null,
+                     *           "disabled_reason": null
+                     *         }
                      *       }
                      *     }
                      */
@@ -3153,7 +3245,16 @@ export interface operations {
                      *         },
                      *         "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                      *         "created_at": "2024-05-14T09:25:13.120Z",
-                     *         "modified_at": "2024-05-15T16:02:48.551Z"
+                     *         "modified_at": "2024-05-15T16:02:48.551Z",
+                     *         "health": {
+                     *           "state": "healthy",
+                     *           "consecutive_failures": 0,
+                     *           "failing_since": null,
+                     *           "last_error": null,
+                     *           "paused_until": null,
+                     *           "disabled_at": null,
+                     *           "disabled_reason": null
+                     *         }
                      *       }
                      *     }
                      */
@@ -3222,7 +3323,16 @@ export interface operations {
                      *         },
                      *         "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                      *         "created_at": "2024-05-14T09:25:13.120Z",
-                     *         "modified_at": "2024-05-14T09:25:13.120Z"
+                     *         "modified_at": "2024-05-14T09:25:13.120Z",
+                     *         "health": {
+                     *           "state": "healthy",
+                     *           "consecutive_failures": 0,
+                     *           "failing_since": null,
+                     *           "last_error": null,
+                     *           "paused_until": null,
+                     *           "disabled_at": null,
+                     *           "disabled_reason": null
+                     *         }
                      *       }
                      *     }
                      */
@@ -3266,24 +3376,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": 7,
-                     *       "org_id": 42,
-                     *       "active": true,
-                     *       "type": "WEBHOOK",
-                     *       "data": {
-                     *         "endpoint": "https://hooks.shop.example.com/trackway",
-                     *         "authToken": "****9f3a",
-                     *         "httpTimeout": "10",
-                     *         "do_events": true,
-                     *         "do_contacts": true
-                     *       },
-                     *       "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-                     *       "created_at": "2024-05-14T09:25:13.120Z",
-                     *       "modified_at": "2024-05-14T09:25:13.120Z"
-                     *     }
-                     */
                     "application/json": components["schemas"]["Integration"];
                 };
             };
@@ -3378,7 +3470,16 @@ export interface operations {
                      *         },
                      *         "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                      *         "created_at": "2024-05-14T09:25:13.120Z",
-                     *         "modified_at": "2024-05-15T16:02:48.551Z"
+                     *         "modified_at": "2024-05-15T16:02:48.551Z",
+                     *         "health": {
+                     *           "state": "healthy",
+                     *           "consecutive_failures": 0,
+                     *           "failing_since": null,
+                     *           "last_error": null,
+                     *           "paused_until": null,
+                     *           "disabled_at": null,
+                     *           "disabled_reason": null
+                     *         }
                      *       }
                      *     }
                      */

@@ -40,6 +40,8 @@ export interface Config {
   httpRequestTimeoutMs: number;
   /** pending deliveries per integration beyond which new ones are written failed (WEBHOOK_MAX_BACKLOG); undefined = off */
   webhookMaxBacklog: number | undefined;
+  /** an endpoint that accepted no delivery for this long is disabled (WEBHOOK_DISABLE_AFTER); undefined = never */
+  webhookDisableAfterMs: number | undefined;
   eventRetentionDays: number | undefined;
   /** validate every response against the contract and fail loudly on drift */
   validateResponses: boolean;
@@ -155,6 +157,12 @@ export function loadConfig(env: Env = process.env): Config {
   const webhookMaxBacklog =
     backlog !== undefined && /^(off|none)$/i.test(backlog) ? undefined : int(env, 'WEBHOOK_MAX_BACKLOG', 100_000, 1, 1_000_000_000);
 
+  const disableAfter = str(env, 'WEBHOOK_DISABLE_AFTER') ?? '5d';
+  const webhookDisableAfterMs = /^(off|none)$/i.test(disableAfter) ? undefined : parseDuration('WEBHOOK_DISABLE_AFTER', disableAfter);
+  if (webhookDisableAfterMs !== undefined && webhookDisableAfterMs < 1000) {
+    throw new ConfigError('WEBHOOK_DISABLE_AFTER: must be at least 1s (or off)');
+  }
+
   const retention = str(env, 'EVENT_RETENTION_DAYS');
   const eventRetentionDays = retention === undefined ? undefined : int(env, 'EVENT_RETENTION_DAYS', 0, 1, 36500);
 
@@ -181,6 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpHeadersTimeoutMs,
     httpRequestTimeoutMs,
     webhookMaxBacklog,
+    webhookDisableAfterMs,
     eventRetentionDays,
     validateResponses: bool(env, 'TRACKWAY_VALIDATE_RESPONSES', false),
   };

@@ -16,6 +16,7 @@ import { ensurePlatformAccount } from './platform/accounts.service.ts';
 import { loadCipher, loadJwtSecret } from './platform/secrets.ts';
 import { Tokens } from './platform/tokens.ts';
 import { createTargetCache } from './webhooks/targets.ts';
+import type { DispatcherOptions } from './webhooks/dispatcher.ts';
 import { startWebhookRuntime, type WebhookRuntime } from './webhooks/runtime.ts';
 import { startPartitionMaintenance } from './tracking/partitions.ts';
 import { createOrganisationDirectory } from './platform/organisation-directory.ts';
@@ -24,6 +25,8 @@ import { createIngestor } from './tracking/ingest.ts';
 
 export interface ServeOptions {
   dispatcher: boolean;
+  /** the dispatcher's capacity shares and circuit breaker (defaults otherwise) */
+  dispatcherOptions?: DispatcherOptions;
 }
 
 export interface RunningServer {
@@ -80,7 +83,7 @@ export async function startOnDatabase(
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
-  const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: opts.dispatcher });
+  const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: opts.dispatcher, dispatcherOptions: opts.dispatcherOptions });
   const stopMaintenance = startPartitionMaintenance(deps.db, config.eventRetentionDays, log);
 
   let closing: Promise<void> | undefined;

@@ -206,6 +206,24 @@ export interface WebhookBacklogLimitsTable {
   checked_at: GeneratedTimestamp;
 }
 
+/** an integration's endpoint while it fails (or after it was disabled for failing); no row = healthy */
+export interface WebhookEndpointHealthTable {
+  org_id: number;
+  integration_id: number;
+  /** failed attempts since the last successful one */
+  consecutive_failures: Generated<number>;
+  failing_since: Timestamp | null;
+  last_failure_at: Timestamp | null;
+  last_error: string | null;
+  /** times the circuit breaker opened since the last success (0 = closed); grows the cool-down */
+  opened_count: Generated<number>;
+  /** while open: no claims before this (then one probe) */
+  paused_until: Timestamp | null;
+  disabled_at: Timestamp | null;
+  disabled_reason: string | null;
+  updated_at: GeneratedTimestamp;
+}
+
 export interface DB {
   settings: SettingsTable;
   users: UsersTable;
@@ -223,4 +241,5 @@ export interface DB {
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
   webhook_backlog_limits: WebhookBacklogLimitsTable;
+  webhook_endpoint_health: WebhookEndpointHealthTable;
 }

@@ -135,3 +135,16 @@ export function listIntegrations(db: Db, orgId: number, opts: { afterId?: number
   if (opts.afterId !== undefined) q = q.where('id', '>', opts.afterId);
   return q.orderBy('id', 'asc').limit(opts.limit).execute() as Promise<IntegrationRow[]>;
 }
+
+/** Deactivates a live, active integration (Trackway disabling a failing endpoint); false when it was not active. */
+export async function deactivateIntegration(tx: Transaction<DB>, orgId: number, id: number): Promise<boolean> {
+  const r = await tx
+    .updateTable('integrations')
+    .set({ active: false, modified_at: sql<Date>`now()` })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .where('active', '=', true)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}

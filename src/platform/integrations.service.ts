@@ -8,6 +8,8 @@ import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
+import { HEALTHY, type IntegrationHealth, healthView } from '../webhooks/circuit-breaker.ts';
+import { clearEndpointHealth, readEndpointHealth } from '../webhooks/endpoint-health.repository.ts';
 import { cancelPendingDeliveries } from '../webhooks/outbox.repository.ts';
 import { announceIntegrationChange } from '../webhooks/targets.ts';
 import { forbidden, requireOrganisation } from './access.ts';
@@ -85,7 +87,8 @@ function toFields(cipher: Cipher, body: Schemas['CreateIntegrationRequest']): In
   };
 }
 
-export function integrationView(cipher: Cipher, row: IntegrationRow): Integration {
+/** `health` is the endpoint's circuit-breaker state (webhooks/circuit-breaker.ts). */
+export function integrationView(cipher: Cipher, row: IntegrationRow, health: IntegrationHealth = HEALTHY): Integration {
   const data: Integration['data'] = {
     endpoint: row.endpoint,
     ...(row.auth_token_enc === null ? {} : { authToken: row.auth_token_hint ?? '****' }),
@@ -102,7 +105,19 @@ export function integrationView(cipher: Cipher, row: IntegrationRow): Integratio
     signing_secret: cipher.decrypt(row.signing_secret_enc),
     created_at: row.created_at.toISOString(),
     modified_at: row.modified_at.toISOString(),
+    health,
   };
+}
+
+/** Integrations as answered: each with its endpoint's health (one keyed read for all of them). */
+async function withHealth(deps: IntegrationDeps, orgId: number, rows: IntegrationRow[]): Promise<Integration[]> {
+  const health = await readEndpointHealth(deps.db, orgId, rows.map((r) => r.id));
+  return rows.map((r) => integrationView(deps.cipher, r, healthView(health.get(r.id))));
+}
+
+/** Activating an inactive integration, or pointing it elsewhere, forgets its endpoint's failures (and a disabling). */
+function resetsHealth(before: IntegrationRow, after: IntegrationRow): boolean {
+  return (after.active && !before.active) || after.endpoint !== before.endpoint;
 }
 
 async function requireOrg(deps: IntegrationDeps, principal: Principal, rawOrgId: unknown): Promise<number> {
@@ -145,11 +160,12 @@ export async function updateIntegration(
     const updated = await replaceIntegration(tx, orgId, id, fields);
     if (!updated) throw notFound();
     if (!updated.active) await cancelPendingDeliveries(tx, orgId, id);
+    if (resetsHealth(existing, updated)) await clearEndpointHealth(tx, orgId, id);
     await announceIntegrationChange(tx, orgId);
     return updated;
   });
   deps.targets.invalidate(orgId);
-  return integrationView(deps.cipher, row);
+  return (await withHealth(deps, orgId, [row]))[0]!;
 }
 
 /** The stored fields of `row` with the changes of a PATCH applied; left-out fields (and the credential) are kept. */
@@ -184,11 +200,12 @@ export async function patchIntegration(
     const updated = await replaceIntegration(tx, existing.org_id, id, patchedFields(deps.cipher, existing, patch));
     if (!updated) throw notFound();
     if (!updated.active) await cancelPendingDeliveries(tx, existing.org_id, id);
+    if (resetsHealth(existing, updated)) await clearEndpointHealth(tx, existing.org_id, id);
     await announceIntegrationChange(tx, existing.org_id);
     return updated;
   });
   deps.targets.invalidate(row.org_id);
-  return integrationView(deps.cipher, row);
+  return (await withHealth(deps, row.org_id, [row]))[0]!;
 }
 
 export async function getIntegration(deps: IntegrationDeps, principal: Principal, rawId: unknown): Promise<Integration> {
@@ -196,7 +213,7 @@ export async function getIntegration(deps: IntegrationDeps, principal: Principal
   if (id === undefined) throw notFound();
   const row = await findMemberIntegration(deps.db, principal.userId, id);
   if (!row) throw notFound();
-  return integrationView(deps.cipher, row);
+  return (await withHealth(deps, row.org_id, [row]))[0]!;
 }
 
 /** Soft delete: gone for every read and write; pending deliveries are cancelled. */
@@ -208,6 +225,7 @@ export async function deleteIntegration(deps: IntegrationDeps, principal: Princi
     if (!row) throw notFound();
     if (!(await deleteRow(tx, row.org_id, id))) throw notFound();
     await cancelPendingDeliveries(tx, row.org_id, id);
+    await clearEndpointHealth(tx, row.org_id, id);
     await announceIntegrationChange(tx, row.org_id);
     return row.org_id;
   });
@@ -228,5 +246,5 @@ export async function listIntegrations(
     limit: limit + 1,
   });
   const page = toPage(rows, limit, (last) => ({ id: last.id }), filters);
-  return { items: page.rows.map((r) => integrationView(deps.cipher, r)), next_cursor: page.next_cursor };
+  return { items: await withHealth(deps, orgId, page.rows), next_cursor: page.next_cursor };
 }

@@ -24,7 +24,7 @@ export async function tryLockLimits(tx: Tx): Promise<boolean> {
 
 /**
  * Live integrations with pending deliveries, each counted up to `bound`
- * (one probe of the partial index deliveries_integration_pending per
+ * (one probe of the partial index deliveries_pending_integration per
  * integration, never more than `bound` entries read for one).
  */
 export async function countBacklogs(db: Database | Tx, bound: number): Promise<Backlog[]> {

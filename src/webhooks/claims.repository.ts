@@ -1,9 +1,10 @@
-// The dispatcher's SQL: claim due deliveries under a lease, record attempts
-// and their outcomes, give back claims it will not send. Each is one
-// statement for a whole batch. The claim is the fencing token: an outcome is
-// applied only while `attempts_count` still equals the number the claim gave,
-// so a process whose lease expired (and whose delivery was claimed again
-// elsewhere) cannot overwrite the newer attempt.
+// The dispatcher's SQL: claim due deliveries under a lease, fairly between
+// organisations and integrations and past paused endpoints, and give back
+// claims it will not send. Each is one statement for a whole batch. The claim
+// is the fencing token: an outcome (outcomes.repository.ts) is applied only
+// while `attempts_count` still equals the number the claim gave, so a process
+// whose lease expired (and whose delivery was claimed again elsewhere) cannot
+// overwrite the newer attempt.
 import { sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
 
@@ -22,13 +23,30 @@ export interface ClaimedDelivery {
   signing_secret_enc: string;
   http_timeout: number;
   modified_at: Date;
+  /** the half-open probe of its endpoint's circuit breaker */
+  probe: boolean;
+  /** when it became due (or, claimed again, when the lease it had expired) */
+  due_at: Date;
 }
 
 export interface ClaimOptions {
+  /** most deliveries claimed (probes may add one per paused endpoint whose cool-down ended) */
   limit: number;
   leaseMarginMs: number;
-  /** integrations not to claim for now (their endpoint is saturated in this process) */
-  excludeIntegrations: number[];
+  /** integrations this process holds deliveries of: how many more each may take (0 = none) */
+  integrationRooms: { id: number; room: number }[];
+  /** how many an integration not listed may take */
+  defaultIntegrationRoom: number;
+  /** organisations this process holds deliveries of: how many more each may take (0 = none) */
+  orgRooms: { id: number; room: number }[];
+  /** how many an organisation not listed may take */
+  defaultOrgRoom: number;
+}
+
+export interface Claim {
+  rows: ClaimedDelivery[];
+  /** integrations that had more due than this claim took from them (cut by a share or the limit) */
+  cut: { orgId: number; integrationId: number }[];
 }
 
 export const LOST_ATTEMPT_ERROR =
@@ -36,42 +54,125 @@ export const LOST_ATTEMPT_ERROR =
 export const INACTIVE_ERROR = 'integration deactivated or deleted';
 
 /**
- * Claims up to `limit` due deliveries (oldest due first, skipping rows other
- * dispatchers hold): each gets a lease of its integration's httpTimeout plus
- * the margin and its attempt number. Due deliveries of an inactive or deleted
- * integration are cancelled instead. An attempt left without an outcome by a
- * process that died is recorded as such.
+ * Claims due deliveries fairly: at most `limit`, at most each integration's
+ * and each organisation's room, shared round-robin between organisations
+ * (and between the integrations of one), oldest first within each. Paused
+ * endpoints (circuit breaker open) are skipped; one whose cool-down ended
+ * gets one delivery as its probe (the breaker row is moved on in the same
+ * statement, so only one process probes). Each claimed delivery gets a lease
+ * of its integration's httpTimeout plus the margin and its attempt number.
+ * Due deliveries of an inactive or deleted integration are cancelled
+ * instead. An attempt left without an outcome by a process that died is
+ * recorded as such.
+ *
+ * How: a loose index scan of deliveries_pending_integration finds every
+ * integration with pending deliveries and its oldest (one index descent
+ * each, whatever the backlogs), so one tenant's huge or stalled backlog
+ * costs the others nothing; then each due integration's oldest deliveries
+ * are locked (SKIP LOCKED) up to its share, ranked per organisation, and cut.
  */
-export async function claimDue(db: Database, opts: ClaimOptions): Promise<ClaimedDelivery[]> {
+export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim> {
   const margin = opts.leaseMarginMs;
-  const { rows } = await sql<ClaimedDelivery>`${sql.raw(PREPARE)}
-    WITH due AS (
-      SELECT d.org_id, d.id, d.next_attempt_at AS lease_was,
-             COALESCE(i.active AND i.deleted_at IS NULL, false) AS live
-      FROM deliveries d
-      LEFT JOIN integrations i ON i.org_id = d.org_id AND i.id = d.integration_id
-      WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-        AND d.integration_id <> ALL(${opts.excludeIntegrations}::bigint[])
-      ORDER BY d.next_attempt_at
-      LIMIT ${opts.limit}
-      FOR UPDATE OF d SKIP LOCKED
+  const ri = opts.integrationRooms;
+  const ro = opts.orgRooms;
+  const { rows } = await sql<ClaimedDelivery & { cut: [number, number][] | null }>`${sql.raw(PREPARE)}
+    WITH RECURSIVE
+    queues AS (
+      (SELECT d.org_id, d.integration_id, d.next_attempt_at FROM deliveries d
+       WHERE d.status = 'pending' ORDER BY d.integration_id, d.next_attempt_at LIMIT 1)
+      UNION ALL
+      SELECT n.org_id, n.integration_id, n.next_attempt_at FROM queues q CROSS JOIN LATERAL (
+        SELECT d.org_id, d.integration_id, d.next_attempt_at FROM deliveries d
+        WHERE d.status = 'pending' AND d.integration_id > q.integration_id
+        ORDER BY d.integration_id, d.next_attempt_at LIMIT 1
+      ) n
+    ),
+    rooms_i AS (SELECT * FROM unnest(${ri.map((r) => r.id)}::bigint[], ${ri.map((r) => r.room)}::int[]) AS r(integration_id, room)),
+    rooms_o AS (SELECT * FROM unnest(${ro.map((r) => r.id)}::bigint[], ${ro.map((r) => r.room)}::int[]) AS r(org_id, room)),
+    due AS (
+      SELECT q.org_id, q.integration_id, q.next_attempt_at AS head,
+             COALESCE(i.active AND i.deleted_at IS NULL, false) AS live,
+             COALESCE(h.opened_count, 0) > 0 AS paused,
+             COALESCE(ro.room, ${opts.defaultOrgRoom}::int) AS org_room,
+             least(COALESCE(ri.room, ${opts.defaultIntegrationRoom}::int), COALESCE(ro.room, ${opts.defaultOrgRoom}::int)) AS room
+      FROM queues q
+      LEFT JOIN integrations i ON i.org_id = q.org_id AND i.id = q.integration_id
+      LEFT JOIN webhook_endpoint_health h ON h.org_id = q.org_id AND h.integration_id = q.integration_id
+      LEFT JOIN rooms_i ri ON ri.integration_id = q.integration_id
+      LEFT JOIN rooms_o ro ON ro.org_id = q.org_id
+      WHERE q.next_attempt_at <= now()
+    ),
+    open_queues AS (
+      SELECT d.*, count(*) OVER () AS n
+      FROM (SELECT * FROM due WHERE live AND NOT paused AND room > 0 ORDER BY head LIMIT ${opts.limit}::int) d
+    ),
+    picked AS (
+      SELECT x.org_id, x.id, x.next_attempt_at, q.integration_id, q.org_room, q.room, q.take,
+             row_number() OVER (PARTITION BY q.integration_id ORDER BY x.next_attempt_at, x.id) AS rn_i
+      FROM (SELECT o.*, least(o.room, ceil(${opts.limit}::numeric / o.n)::int) AS take FROM open_queues o) q
+      CROSS JOIN LATERAL (
+        SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
+        WHERE e.integration_id = q.integration_id AND e.status = 'pending' AND e.next_attempt_at <= now()
+        ORDER BY e.next_attempt_at LIMIT q.take
+        FOR UPDATE SKIP LOCKED
+      ) x
+    ),
+    chosen AS (
+      SELECT r.org_id, r.id, r.next_attempt_at AS lease_was, false AS probe
+      FROM (SELECT p.*, row_number() OVER (PARTITION BY p.org_id ORDER BY p.rn_i, p.next_attempt_at, p.id) AS rn_o FROM picked p) r
+      WHERE r.rn_o <= r.org_room
+      ORDER BY r.rn_o, r.next_attempt_at
+      LIMIT ${opts.limit}::int
+    ),
+    tickets AS (
+      UPDATE webhook_endpoint_health h
+      SET paused_until = now() + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond', updated_at = now()
+      FROM due d, integrations i
+      WHERE d.live AND d.paused AND d.room > 0
+        AND h.org_id = d.org_id AND h.integration_id = d.integration_id
+        AND h.opened_count > 0 AND h.disabled_at IS NULL AND h.paused_until <= now()
+        AND i.org_id = d.org_id AND i.id = d.integration_id
+      RETURNING h.org_id, h.integration_id
+    ),
+    probes AS (
+      SELECT x.org_id, x.id, x.next_attempt_at AS lease_was, true AS probe
+      FROM tickets t CROSS JOIN LATERAL (
+        SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
+        WHERE e.integration_id = t.integration_id AND e.status = 'pending' AND e.next_attempt_at <= now()
+        ORDER BY e.next_attempt_at LIMIT 1
+        FOR UPDATE SKIP LOCKED
+      ) x
+    ),
+    dead AS (
+      SELECT x.org_id, x.id
+      FROM due d CROSS JOIN LATERAL (
+        SELECT e.org_id, e.id FROM deliveries e
+        WHERE e.integration_id = d.integration_id AND e.status = 'pending' AND e.next_attempt_at <= now()
+        LIMIT ${opts.limit}::int
+        FOR UPDATE SKIP LOCKED
+      ) x
+      WHERE NOT d.live
+      LIMIT ${opts.limit}::int
     ),
     cancelled AS (
       UPDATE deliveries d
       SET status = 'cancelled', next_attempt_at = NULL, last_error = ${INACTIVE_ERROR}
-      FROM due
-      WHERE d.org_id = due.org_id AND d.id = due.id AND NOT due.live
+      FROM dead
+      WHERE d.org_id = dead.org_id AND d.id = dead.id
       RETURNING d.id
+    ),
+    taken AS (
+      SELECT * FROM chosen UNION ALL SELECT * FROM probes
     ),
     claimed AS (
       UPDATE deliveries d
       SET attempts_count = d.attempts_count + 1,
           next_attempt_at = now() + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond'
-      FROM due, integrations i
-      WHERE d.org_id = due.org_id AND d.id = due.id AND due.live
+      FROM taken t, integrations i
+      WHERE d.org_id = t.org_id AND d.id = t.id
         AND i.org_id = d.org_id AND i.id = d.integration_id
       RETURNING d.org_id, d.id, d.integration_id, d.kind, d.webhook_id, d.body, d.attempts_count,
-                d.schedule_start, due.lease_was, i.endpoint, i.auth_token_enc, i.signing_secret_enc,
+                d.schedule_start, t.lease_was, t.probe, i.endpoint, i.auth_token_enc, i.signing_secret_enc,
                 i.http_timeout, i.modified_at
     ),
     lost AS (
@@ -88,84 +189,19 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claime
       ON CONFLICT DO NOTHING
     )
     SELECT org_id, id, integration_id, kind, webhook_id, body, attempts_count, schedule_start,
-           endpoint, auth_token_enc, signing_secret_enc, http_timeout, modified_at
+           endpoint, auth_token_enc, signing_secret_enc, http_timeout, modified_at, probe,
+           lease_was AS due_at, NULL::json AS cut
     FROM claimed
+    UNION ALL
+    SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+           (SELECT COALESCE(json_agg(DISTINCT jsonb_build_array(p.org_id, p.integration_id)), '[]')
+            FROM picked p
+            WHERE p.rn_i = p.take OR NOT EXISTS (SELECT 1 FROM chosen c WHERE c.org_id = p.org_id AND c.id = p.id))
   `.execute(db);
-  return rows;
-}
-
-export type CompletionOutcome = 'delivered' | 'retry' | 'failed' | 'interrupted';
-
-export interface Completion {
-  orgId: number;
-  id: number;
-  /** the attempt number the claim gave */
-  n: number;
-  outcome: CompletionOutcome;
-  /** retry/interrupted: due this many milliseconds after the write */
-  delayMs: number;
-  /** summary for the delivery's last_error (ignored when delivered) */
-  lastError: string | null;
-  attemptedAt: Date;
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-  responseExcerpt: string | null;
-  deliveredAt: Date | null;
-}
-
-export interface Applied {
-  id: number;
-  status: 'pending' | 'delivered' | 'failed' | 'cancelled';
-}
-
-/**
- * Records attempts and moves their deliveries on, for a batch. `interrupted`
- * (the dispatcher stopped mid-attempt) is recorded and due again at once
- * without using a step of the schedule. Returns the deliveries it applied to.
- */
-export async function completeAttempts(db: Database, batch: Completion[]): Promise<Applied[]> {
-  if (batch.length === 0) return [];
-  const col = <T>(f: (c: Completion) => T) => batch.map(f);
-  const { rows } = await sql<Applied>`${sql.raw(PREPARE)}
-    WITH r AS (
-      SELECT * FROM unnest(
-        ${col((c) => c.orgId)}::bigint[], ${col((c) => c.id)}::bigint[], ${col((c) => c.n)}::int[],
-        ${col((c) => c.outcome)}::text[], ${col((c) => Math.max(0, Math.round(c.delayMs)))}::bigint[],
-        ${col((c) => c.lastError)}::text[], ${col((c) => c.attemptedAt)}::timestamptz[],
-        ${col((c) => c.statusCode)}::int[], ${col((c) => c.durationMs)}::int[], ${col((c) => c.error)}::text[],
-        ${col((c) => c.responseExcerpt)}::text[], ${col((c) => c.deliveredAt)}::timestamptz[]
-      ) AS r(org_id, id, n, outcome, delay_ms, last_error, attempted_at, status_code, duration_ms, error,
-             response_excerpt, delivered_at)
-    ),
-    u AS (
-      UPDATE deliveries d
-      SET status = CASE
-            WHEN r.outcome = 'delivered' THEN 'delivered'
-            WHEN d.status = 'cancelled' THEN 'cancelled'
-            WHEN r.outcome = 'failed' THEN 'failed'
-            ELSE 'pending' END,
-          next_attempt_at = CASE
-            WHEN r.outcome IN ('retry', 'interrupted') AND d.status = 'pending'
-              THEN now() + r.delay_ms * interval '1 millisecond'
-            ELSE NULL END,
-          delivered_at = CASE WHEN r.outcome = 'delivered' THEN r.delivered_at ELSE d.delivered_at END,
-          last_error = CASE WHEN r.outcome = 'delivered' THEN d.last_error ELSE r.last_error END,
-          schedule_start = d.schedule_start + CASE WHEN r.outcome = 'interrupted' THEN 1 ELSE 0 END
-      FROM r
-      WHERE d.org_id = r.org_id AND d.id = r.id AND d.attempts_count = r.n
-        AND d.status IN ('pending', 'cancelled')
-      RETURNING d.org_id, d.id, d.status
-    ),
-    recorded AS (
-      INSERT INTO delivery_attempts (org_id, delivery_id, n, attempted_at, status_code, duration_ms, error, response_excerpt)
-      SELECT r.org_id, r.id, r.n, r.attempted_at, r.status_code, r.duration_ms, r.error, r.response_excerpt
-      FROM u JOIN r ON r.org_id = u.org_id AND r.id = u.id
-      ON CONFLICT DO NOTHING
-    )
-    SELECT id, status FROM u
-  `.execute(db);
-  return rows;
+  // the last row only lists the integrations that had more
+  const claimed = rows.filter((r) => r.id !== null);
+  const cut = rows.find((r) => r.id === null)?.cut ?? [];
+  return { rows: claimed, cut: cut.map(([orgId, integrationId]) => ({ orgId, integrationId })) };
 }
 
 /** Gives claims back unsent (due at once, attempt number restored), e.g. for a saturated endpoint. */

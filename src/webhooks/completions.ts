@@ -1,19 +1,36 @@
 // Writes attempt outcomes back in batches: outcomes that arrive while a write
-// is running go into the next one (group commit, no timer). A failed write is
-// retried with backoff; if the process dies first, the leases expire and the
-// deliveries are attempted again (at least once).
+// is running go into the next one (group commit, no timer). The same
+// statement moves each endpoint's circuit breaker on (circuit-breaker.ts). A
+// failed write is retried with backoff; if the process dies first, the
+// leases expire and the deliveries are attempted again (at least once).
 import type { Database } from '../db/database.ts';
 import type { Logger } from '../log.ts';
-import { type Completion, completeAttempts } from './claims.repository.ts';
+import { summarise } from './circuit-breaker.ts';
 import type { WebhookMetrics } from './metrics.ts';
+import { type BreakerSettings, type Completion, type CompletionResult, type HealthChange, completeAttempts } from './outcomes.repository.ts';
 
 const MAX_BATCH = 1000;
 
 interface Entry {
   kind: 'matched' | 'event';
   completion: Completion;
+  endpoint: EndpointRef;
   /** Date.now() at which a retry is due */
   dueAt: number;
+}
+
+export interface EndpointRef {
+  integrationId: number;
+  /** the attempt was its circuit breaker's half-open probe */
+  probe: boolean;
+}
+
+export interface CompletionWriterOptions {
+  breaker: BreakerSettings;
+  /** told the soonest retry delay of each written batch */
+  onRetryScheduled: (delayMs: number) => void;
+  /** told what each batch changed in endpoints' circuit breakers (failing ones, and those it closed) */
+  onHealth: (changes: HealthChange[], resumed: CompletionResult['resumed']) => void;
 }
 
 export class CompletionWriter {
@@ -25,12 +42,11 @@ export class CompletionWriter {
     private readonly db: Database,
     private readonly log: Logger,
     private readonly metrics: WebhookMetrics,
-    /** told the soonest retry delay of each written batch */
-    private readonly onRetryScheduled: (delayMs: number) => void,
+    private readonly opts: CompletionWriterOptions,
   ) {}
 
-  add(kind: 'matched' | 'event', completion: Completion): void {
-    this.queue.push({ kind, completion, dueAt: Date.now() + completion.delayMs });
+  add(kind: 'matched' | 'event', completion: Completion, endpoint: EndpointRef): void {
+    this.queue.push({ kind, completion, endpoint, dueAt: Date.now() + completion.delayMs });
     this.writing ??= this.writeAll().finally(() => {
       this.writing = undefined;
     });
@@ -48,13 +64,30 @@ export class CompletionWriter {
       const batch = this.queue.splice(0, MAX_BATCH);
       const now = Date.now();
       for (const e of batch) e.completion.delayMs = Math.max(0, e.dueAt - now);
+      // an interrupted attempt (this dispatcher stopping) says nothing about the endpoint
+      const endpoints = summarise(
+        batch
+          .filter((e) => e.completion.outcome !== 'interrupted')
+          .map((e) => ({
+            orgId: e.completion.orgId,
+            integrationId: e.endpoint.integrationId,
+            ok: e.completion.outcome === 'delivered',
+            attemptedAt: e.completion.attemptedAt,
+            durationMs: e.completion.durationMs,
+            error: e.completion.lastError,
+            probe: e.endpoint.probe,
+          })),
+      );
       try {
-        const applied = await completeAttempts(
+        const result = await completeAttempts(
           this.db,
           batch.map((e) => e.completion),
+          endpoints,
+          this.opts.breaker,
         );
         failures = 0;
-        this.count(batch, applied);
+        this.count(batch, result.applied);
+        if (result.health.length > 0 || result.resumed.length > 0) this.opts.onHealth(result.health, result.resumed);
       } catch (err) {
         failures++;
         if (Date.now() >= this.giveUpAt) {
@@ -89,6 +122,6 @@ export class CompletionWriter {
         soonest = Math.min(soonest, c.delayMs);
       }
     }
-    if (soonest !== Infinity) this.onRetryScheduled(soonest);
+    if (soonest !== Infinity) this.opts.onRetryScheduled(soonest);
   }
 }

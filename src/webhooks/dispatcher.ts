@@ -1,55 +1,47 @@
 // The dispatcher: claims due deliveries in batches (woken by NOTIFY, with a
-// polling fallback), sends each through a per-endpoint lane (at most
-// `perEndpoint` requests in flight per target origin, so one slow receiver
-// cannot starve the others, and a global cap), and writes the outcomes back
-// in batches. It owns no state that a crash could lose: a claim is a lease in
-// the database, and an attempt whose outcome was never written is made again
-// once the lease expires.
+// polling fallback), fairly between organisations and integrations and never
+// more than each one's share (fair-share.ts, claims.repository.ts), sends
+// them with at most `perIntegration` requests in flight per integration,
+// and writes the outcomes back in batches, which also move each endpoint's
+// circuit breaker on (circuit-breaker.ts): a paused endpoint's deliveries are
+// not claimed, and one failing for WEBHOOK_DISABLE_AFTER is disabled
+// (auto-disable.ts). It owns no state that a crash could lose: a claim is a
+// lease in the database, and an attempt whose outcome was never written is
+// made again once the lease expires.
 import { setMaxListeners } from 'node:events';
 import type { Deps } from '../deps.ts';
-import { type ClaimedDelivery, claimDue, releaseClaims } from './claims.repository.ts';
+import { disableFailingEndpoint } from './auto-disable.ts';
+import { type BreakerOptions, DEFAULT_BREAKER } from './circuit-breaker.ts';
+import { type Claim, type ClaimedDelivery, claimDue, releaseClaims } from './claims.repository.ts';
 import { CompletionWriter } from './completions.ts';
 import { type CredentialCache, createCredentialCache } from './credentials.ts';
+import { DEFAULT_SHARE, FairShare, type Job, type Lane } from './fair-share.ts';
 import { type WebhookMetrics, webhookMetrics } from './metrics.ts';
 import type { Notifications } from './notifications.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
+import type { HealthChange } from './outcomes.repository.ts';
 import { decide } from './retry.ts';
-import { type Sender, type SendResult, createSender, originOf } from './sender.ts';
+import { type Sender, type SendResult, createSender } from './sender.ts';
 import { deliveryHeaders, userAgent } from './signing.ts';
 
 export interface DispatcherOptions {
   /** most deliveries claimed by one query */
   batchSize?: number;
-  /** most deliveries held (in flight or waiting for their lane) by this process; default 512 */
+  /** most deliveries held (in flight or waiting to start) by this process; default 512 */
   globalConcurrency?: number;
-  /** most requests in flight per target origin */
-  perEndpoint?: number;
-  /** most jobs one origin may hold (in flight plus waiting); default 32 × perEndpoint */
-  laneCapacity?: number;
+  /** most requests in flight per integration; default 8 */
+  perIntegration?: number;
+  /** most deliveries held per organisation; default 128 */
+  perOrganisation?: number;
   /** claim at least this often without a notification (ms) */
   pollIntervalMs?: number;
   /** how long stop() waits for requests in flight before interrupting them (ms) */
   stopGraceMs?: number;
+  /** the circuit breaker: failures in a row that pause an endpoint, first and longest pause */
+  breaker?: Partial<BreakerOptions>;
 }
 
 export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'cipher' | 'metrics'>;
-
-interface Job {
-  row: ClaimedDelivery;
-  lane: Lane;
-  /** by this time (ms, this process's clock) the claim's lease may have expired */
-  leaseEnd: number;
-}
-
-interface Lane {
-  origin: string;
-  active: number;
-  queue: Job[];
-  /** integration id → jobs of it held in this lane */
-  integrations: Map<number, number>;
-  /** integrations whose claims overflowed this lane: not claimed until it has room again */
-  blocked: Set<number>;
-}
 
 /** A wake-up flag with a timeout: wake() before wait() is not lost. */
 class Signal {
@@ -81,21 +73,20 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class Dispatcher {
   private readonly batchSize: number;
-  private readonly globalCap: number;
-  private readonly perEndpoint: number;
-  private readonly laneCapacity: number;
   private readonly pollMs: number;
   private readonly stopGraceMs: number;
+  private readonly share: FairShare;
+  private readonly breaker: BreakerOptions;
   private readonly sender: Sender;
   private readonly credentials: CredentialCache;
   private readonly metrics: WebhookMetrics;
   private readonly writer: CompletionWriter;
   private readonly ua: string;
   private readonly signal = new Signal();
-  private readonly lanes = new Map<string, Lane>();
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly disabling = new Set<number>();
+  private readonly shareSource = () => this.share.snapshot();
   private readonly abort = new AbortController();
-  private held = 0;
   private stopping = false;
   private capacityWait = false;
   private loop: Promise<void> | undefined;
@@ -109,20 +100,31 @@ export class Dispatcher {
     opts: DispatcherOptions = {},
   ) {
     this.batchSize = opts.batchSize ?? 200;
-    this.globalCap = opts.globalConcurrency ?? 512;
-    this.perEndpoint = opts.perEndpoint ?? 8;
-    this.laneCapacity = opts.laneCapacity ?? 32 * this.perEndpoint;
     this.pollMs = opts.pollIntervalMs ?? 1000;
     this.stopGraceMs = opts.stopGraceMs ?? 5000;
+    this.share = new FairShare({
+      ...DEFAULT_SHARE,
+      global: opts.globalConcurrency ?? DEFAULT_SHARE.global,
+      perIntegration: opts.perIntegration ?? DEFAULT_SHARE.perIntegration,
+      perOrganisation: opts.perOrganisation ?? DEFAULT_SHARE.perOrganisation,
+    });
+    this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
     this.sender = createSender({
       allowPrivateNetworks: deps.config.webhookAllowPrivateNetworks,
-      maxSocketsPerOrigin: this.perEndpoint,
+      // connections are reused per origin, but the caps are per integration and organisation
+      maxSocketsPerOrigin: this.share.opts.global,
+      maxFreeSocketsPerOrigin: 4 * this.share.opts.perIntegration,
     });
     this.credentials = createCredentialCache(deps.cipher);
     this.metrics = webhookMetrics(deps.metrics.registry, deps.db);
+    this.metrics.shareSource = this.shareSource;
     this.ua = userAgent(deps.config.publicUrl);
     setMaxListeners(0, this.abort.signal); // one listener per request in flight
-    this.writer = new CompletionWriter(deps.db, deps.log, this.metrics, (delayMs) => this.wakeIn(delayMs));
+    this.writer = new CompletionWriter(deps.db, deps.log, this.metrics, {
+      breaker: { ...this.breaker, disableAfterMs: deps.config.webhookDisableAfterMs },
+      onRetryScheduled: (delayMs) => this.wakeIn(delayMs),
+      onHealth: (changes, resumed) => this.healthChanged(changes, resumed),
+    });
   }
 
   start(): void {
@@ -158,9 +160,8 @@ export class Dispatcher {
     if (this.retryTimer) clearTimeout(this.retryTimer.timer);
     this.signal.wake();
     await this.loop;
-    const unstarted: Job[] = [];
-    for (const lane of this.lanes.values()) unstarted.push(...lane.queue.splice(0));
-    this.held -= unstarted.length;
+    const unstarted = this.share.takeAllWaiting();
+    this.share.dropped(unstarted);
     await this.release(unstarted.map((j) => j.row));
     const drained = Promise.all([...this.inFlight]);
     const timer = sleep(this.stopGraceMs).then(() => 'timeout' as const);
@@ -170,12 +171,13 @@ export class Dispatcher {
     }
     await this.writer.drain(this.stopGraceMs);
     this.sender.close();
+    if (this.metrics.shareSource === this.shareSource) this.metrics.shareSource = undefined;
   }
 
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
-      const room = this.globalCap - this.held;
+      const room = this.share.room();
       if (room <= 0) {
         this.capacityWait = true;
         await this.signal.wait(this.pollMs);
@@ -183,14 +185,14 @@ export class Dispatcher {
       }
       this.capacityWait = false;
       const limit = Math.min(room, this.batchSize);
-      let rows: ClaimedDelivery[];
+      let claim: Claim;
       // measured before the claim: the leases it gives end no sooner than claimedAt + timeout + margin
       const claimedAt = Date.now();
       try {
-        rows = await claimDue(this.deps.db, {
+        claim = await claimDue(this.deps.db, {
           limit,
           leaseMarginMs: this.deps.config.webhookLeaseMarginMs,
-          excludeIntegrations: this.saturatedIntegrations(),
+          ...this.share.claimRooms(),
         });
         failures = 0;
       } catch (err) {
@@ -200,98 +202,66 @@ export class Dispatcher {
         await this.signal.wait(Math.min(this.pollMs * failures, 5_000));
         continue;
       }
+      const took = Date.now() - claimedAt;
       if (this.stopping) {
-        await this.release(rows);
+        await this.release(claim.rows);
         break;
       }
-      this.accept(rows, claimedAt);
-      if (rows.length < limit) await this.signal.wait(this.pollMs);
+      this.accept(claim.rows, claimedAt);
+      // more is due for an integration that is already down to half its share: claim again at once
+      const more = claim.cut.some((c) => this.share.wantsMore(c.orgId, c.integrationId));
+      if (claim.rows.length < limit && !more) {
+        await this.signal.wait(this.pollMs);
+        // claims that find little are spaced by their own cost (up to 25 ms, so
+        // latency stays low): the database spends at most about half its time on them
+        const gap = claimedAt + 2 * took - Date.now();
+        if (gap > 0 && !this.stopping) await sleep(Math.min(gap, 25));
+      }
     }
-  }
-
-  /** Integrations whose endpoint already holds as many jobs as it may: not claimed for now. */
-  private saturatedIntegrations(): number[] {
-    const ids: number[] = [];
-    for (const lane of this.lanes.values()) {
-      // hysteresis: a lane takes new claims only once it has drained to half its
-      // capacity, so a claim brings a useful batch instead of one row (and 199 to give back)
-      if (lane.active + lane.queue.length >= this.laneCapacity / 2) ids.push(...lane.integrations.keys(), ...lane.blocked);
-    }
-    return ids;
   }
 
   private accept(rows: ClaimedDelivery[], claimedAt: number): void {
-    const overflow: ClaimedDelivery[] = [];
     const touched = new Set<Lane>();
     for (const row of rows) {
-      const origin = originOf(row.endpoint);
-      let lane = this.lanes.get(origin);
-      if (!lane) {
-        lane = { origin, active: 0, queue: [], integrations: new Map(), blocked: new Set() };
-        this.lanes.set(origin, lane);
-      }
-      // a lane holds a bounded queue; a job that waited too long to start
-      // safely within its lease is given back when its turn comes (see pump)
-      if (lane.active + lane.queue.length >= this.laneCapacity) {
-        overflow.push(row);
-        lane.blocked.add(row.integration_id);
-        continue;
-      }
-      lane.queue.push({ row, lane, leaseEnd: claimedAt + row.http_timeout * 1000 + this.deps.config.webhookLeaseMarginMs });
-      lane.integrations.set(row.integration_id, (lane.integrations.get(row.integration_id) ?? 0) + 1);
-      this.held++;
-      touched.add(lane);
+      this.metrics.dispatchLag.observe(Math.max(0, claimedAt - row.due_at.getTime()) / 1000);
+      const job = this.share.add(row, claimedAt + row.http_timeout * 1000 + this.deps.config.webhookLeaseMarginMs);
+      touched.add(job.lane);
     }
     for (const lane of touched) this.pump(lane);
-    if (overflow.length) void this.release(overflow);
   }
 
   private pump(lane: Lane): void {
     const expired: Job[] = [];
-    while (lane.active < this.perEndpoint && lane.queue.length > 0) {
-      const job = lane.queue.shift()!;
-      // an attempt must end (timeout included) before the lease does, with half
-      // the lease margin (at most 2 s) to spare
-      const spare = Math.min(2_000, this.deps.config.webhookLeaseMarginMs / 2);
+    // an attempt must end (timeout included) before the lease does, with half
+    // the lease margin (at most 2 s) to spare; a job that waited too long is given back
+    const spare = Math.min(2_000, this.deps.config.webhookLeaseMarginMs / 2);
+    for (let job = this.share.next(lane); job; job = this.share.next(lane)) {
       if (Date.now() + job.row.http_timeout * 1000 + spare > job.leaseEnd) {
+        this.share.finished(job, undefined);
         expired.push(job);
         continue;
       }
-      lane.active++;
-      const p = this.attempt(job).finally(() => {
-        this.inFlight.delete(p);
-        this.finished(job);
-      });
+      const j = job;
+      const p = this.attempt(j)
+        .catch(() => undefined)
+        .then((durationMs) => {
+          this.inFlight.delete(p);
+          this.finished(j, durationMs);
+        });
       this.inFlight.add(p);
     }
-    if (expired.length > 0) {
-      for (const job of expired) {
-        this.held--;
-        const left = (lane.integrations.get(job.row.integration_id) ?? 1) - 1;
-        if (left > 0) lane.integrations.set(job.row.integration_id, left);
-        else lane.integrations.delete(job.row.integration_id);
-      }
-      void this.release(expired.map((j) => j.row));
-    }
+    if (expired.length > 0) void this.release(expired.map((j) => j.row));
   }
 
-  private finished(job: Job): void {
-    const { lane, row } = job;
-    const wasSaturated = lane.active + lane.queue.length >= this.laneCapacity / 2;
-    lane.active--;
-    this.held--;
-    const left = (lane.integrations.get(row.integration_id) ?? 1) - 1;
-    if (left > 0) lane.integrations.set(row.integration_id, left);
-    else lane.integrations.delete(row.integration_id);
-    if (!this.stopping) this.pump(lane);
-    const open = lane.active + lane.queue.length < this.laneCapacity / 2;
-    if (open) lane.blocked.clear();
-    if (lane.active === 0 && lane.queue.length === 0) this.lanes.delete(lane.origin);
-    // claim again when this lane just reopened (or the process had no room at all)
-    if (!this.stopping && (this.capacityWait || (wasSaturated && open))) this.signal.wake();
+  private finished(job: Job, durationMs: number | undefined): void {
+    const reopened = this.share.finished(job, durationMs);
+    if (!this.stopping) this.pump(job.lane);
+    // claim again when this integration or organisation just reopened (or the process had no room at all)
+    if (!this.stopping && (this.capacityWait || reopened)) this.signal.wake();
   }
 
-  private async attempt(job: Job): Promise<void> {
+  /** Makes one attempt; resolves with its duration (undefined when it was interrupted or never sent). */
+  private async attempt(job: Job): Promise<number | undefined> {
     const { row } = job;
     let result: SendResult;
     try {
@@ -331,20 +301,61 @@ export class Dispatcher {
       result.durationMs / 1000,
     );
     const lastError = result.error ?? (result.statusCode !== null ? `HTTP ${result.statusCode}` : null);
-    this.writer.add(row.kind, {
-      orgId: row.org_id,
-      id: row.id,
-      n: row.attempts_count,
-      outcome: outcome.kind,
-      delayMs: outcome.kind === 'retry' || outcome.kind === 'interrupted' ? outcome.delayMs : 0,
-      lastError: outcome.kind === 'delivered' ? null : lastError,
-      attemptedAt: result.startedAt,
-      statusCode: result.statusCode,
-      durationMs: result.durationMs,
-      error: result.error,
-      responseExcerpt: result.responseExcerpt,
-      deliveredAt: outcome.kind === 'delivered' ? new Date(result.startedAt.getTime() + result.durationMs) : null,
-    });
+    this.writer.add(
+      row.kind,
+      {
+        orgId: row.org_id,
+        id: row.id,
+        n: row.attempts_count,
+        outcome: outcome.kind,
+        delayMs: outcome.kind === 'retry' || outcome.kind === 'interrupted' ? outcome.delayMs : 0,
+        lastError: outcome.kind === 'delivered' ? null : lastError,
+        attemptedAt: result.startedAt,
+        statusCode: result.statusCode,
+        durationMs: result.durationMs,
+        error: result.error,
+        responseExcerpt: result.responseExcerpt,
+        deliveredAt: outcome.kind === 'delivered' ? new Date(result.startedAt.getTime() + result.durationMs) : null,
+      },
+      { integrationId: row.integration_id, probe: row.probe },
+    );
+    return interrupted ? undefined : result.durationMs;
+  }
+
+  /** What an outcome write changed in endpoints' circuit breakers. */
+  private healthChanged(changes: HealthChange[], resumed: { org_id: number; integration_id: number }[]): void {
+    const now = Date.now();
+    for (const r of resumed) this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');
+    // what waited for a paused endpoint is due now
+    if (resumed.length > 0 && !this.stopping) this.signal.wake();
+    for (const h of changes) {
+      const ctx = { orgId: h.org_id, integrationId: h.integration_id, failures: h.consecutive_failures, lastError: h.last_error };
+      if (h.opened_now) {
+        this.metrics.breakerOpened.inc();
+        this.deps.log.warn({ ...ctx, pausedUntil: h.paused_until }, 'webhook endpoint paused by its circuit breaker');
+      }
+      if (h.opened_count > 0 && h.paused_until && h.paused_until.getTime() > now) {
+        // what this process still holds for it waits in the database instead
+        const waiting = this.share.takeWaiting(h.integration_id);
+        if (waiting.length > 0) {
+          if (this.share.dropped(waiting)) this.signal.wake();
+          void this.release(waiting.map((j) => j.row));
+        }
+        this.wakeIn(h.paused_until.getTime() - now);
+      }
+      const disableAfterMs = this.deps.config.webhookDisableAfterMs;
+      if (h.disable_due && disableAfterMs !== undefined && !this.disabling.has(h.integration_id)) {
+        this.disabling.add(h.integration_id);
+        disableFailingEndpoint(this.deps.db, h.org_id, h.integration_id, disableAfterMs)
+          .then((done) => {
+            if (!done) return;
+            this.metrics.endpointsDisabled.inc();
+            this.deps.log.warn({ ...ctx, cancelled: done.cancelled, reason: done.reason }, 'webhook endpoint disabled after failing for too long');
+          })
+          .catch((err: unknown) => this.deps.log.warn({ err, ...ctx }, 'disabling a failing webhook endpoint failed; tried again at its next failure'))
+          .finally(() => this.disabling.delete(h.integration_id));
+      }
+    }
   }
 
   private async release(rows: ClaimedDelivery[]): Promise<void> {
@@ -360,11 +371,11 @@ export class Dispatcher {
     }
   }
 
-  /** The loop wakes by itself when the soonest retry it scheduled is due (polling covers the rest). */
+  /** The loop wakes by itself when the soonest retry (or end of a pause) it knows of is due (polling covers the rest). */
   private wakeIn(delayMs: number): void {
     if (this.stopping || delayMs > 600_000) return;
     const at = Date.now() + delayMs;
-    if (this.retryTimer && this.retryTimer.at <= at) return;
+    if (this.retryTimer && this.retryTimer.at <= at && this.retryTimer.at > Date.now()) return;
     if (this.retryTimer) clearTimeout(this.retryTimer.timer);
     const timer = setTimeout(() => {
       this.retryTimer = undefined;

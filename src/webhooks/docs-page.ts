@@ -2,6 +2,7 @@
 // it came from us, and how retries work, with the schedule this deployment
 // actually runs.
 import type { Config } from '../config.ts';
+import { DEFAULT_BREAKER } from './circuit-breaker.ts';
 import { userAgent } from './signing.ts';
 
 /** Escapes text content (nothing dynamic goes into attributes). */
@@ -146,6 +147,20 @@ ${esc(humanDuration(Math.max(60_000, ...schedule)))} is shortened to that). Afte
 <code>failed</code>; it can be sent again with <code>POST /v1/rest/{platform}/deliveries/{id}/retry</code> or from the
 dashboard, with the same <code>webhook-id</code>. Deactivating or deleting an integration cancels what it has not yet
 received; re-activating it sends only what happens afterwards.</p>
+
+<h2 id="failing">An endpoint that keeps failing</h2>
+<p>After ${DEFAULT_BREAKER.threshold} failed attempts in a row (any of the failures above, or a non-2xx answer) the
+endpoint is <strong>paused</strong>: its deliveries wait, keeping their attempts and place in the retry schedule, and
+none is lost or failed because of the pause. When the pause ends (${esc(humanDuration(DEFAULT_BREAKER.cooldownMs))} the
+first time), one delivery is sent as a probe: if it succeeds everything resumes; if not, the pause doubles, up to
+${esc(humanDuration(DEFAULT_BREAKER.maxCooldownMs))}. ${
+    config.webhookDisableAfterMs === undefined
+      ? 'This deployment never disables an endpoint for failing.'
+      : `An endpoint that accepts no delivery at all for <strong>${esc(humanDuration(config.webhookDisableAfterMs))}</strong> is
+<strong>disabled</strong>: its integration becomes inactive, what it had not received is cancelled (and can be sent
+again once it is active), and the reason is kept.`
+  } The integration's <code>health</code> in the API (and the dashboard) shows all of this; activating the integration
+again, or giving it another endpoint, clears it.</p>
 
 <h2 id="idempotency">Duplicates and ordering</h2>
 <p>Delivery is <strong>at least once</strong>: after a timeout or a restart of Trackway the same notification can

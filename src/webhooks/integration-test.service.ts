@@ -38,7 +38,7 @@ export function createIntegrationTester(deps: Pick<Deps, 'db' | 'config' | 'ciph
     async test(principal, integrationId) {
       const target = await findMemberIntegrationTarget(deps.db, principal.userId, integrationId);
       if (!target) throw platformError(404, 4040, 'Integration not found');
-      sender ??= createSender({ allowPrivateNetworks: deps.config.webhookAllowPrivateNetworks, maxSocketsPerOrigin: 4 });
+      sender ??= createSender({ allowPrivateNetworks: deps.config.webhookAllowPrivateNetworks, maxSocketsPerOrigin: 4, maxFreeSocketsPerOrigin: 4 });
       credentials ??= createCredentialCache(deps.cipher, 1000);
       const creds = credentials.get({
         integrationId: target.id,

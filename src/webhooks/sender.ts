@@ -38,8 +38,14 @@ export interface SendResult {
 
 export interface SenderOptions {
   allowPrivateNetworks: boolean;
-  /** keep-alive sockets per origin; the dispatcher caps requests per origin at the same number */
+  /**
+   * sockets per origin: a bound, not the unit of sharing (the dispatcher caps
+   * requests per integration and per organisation, so two tenants of one
+   * receiver do not share one small cap)
+   */
   maxSocketsPerOrigin: number;
+  /** idle keep-alive sockets kept per origin */
+  maxFreeSocketsPerOrigin: number;
 }
 
 export interface Sender {
@@ -47,7 +53,7 @@ export interface Sender {
   close(): void;
 }
 
-/** scheme://host:port of a URL, the key of its agent and of its concurrency cap. */
+/** scheme://host:port of a URL, the key of its keep-alive agent. */
 export function originOf(url: string): string {
   try {
     return new URL(url).origin;
@@ -76,7 +82,7 @@ export function createSender(opts: SenderOptions): Sender {
     keepAlive: true,
     keepAliveMsecs: 1000,
     maxSockets: opts.maxSocketsPerOrigin,
-    maxFreeSockets: opts.maxSocketsPerOrigin,
+    maxFreeSockets: opts.maxFreeSocketsPerOrigin,
     scheduling: 'lifo' as const,
     timeout: 30_000,
   };

@@ -44,7 +44,17 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
       expect(Object.keys(r.body).sort()).to.deep.equal(['code', 'integration', 'message']);
       expect(r.body).to.include({ code: 2011, message: 'Created' });
       const i = r.body.integration;
-      expect(Object.keys(i).sort()).to.deep.equal(['active', 'created_at', 'data', 'id', 'modified_at', 'org_id', 'signing_secret', 'type']);
+      // issue 12 added `health` to every integration answer
+      expect(Object.keys(i).sort()).to.deep.equal(['active', 'created_at', 'data', 'health', 'id', 'modified_at', 'org_id', 'signing_secret', 'type']);
+      expect(i.health).to.deep.equal({
+        state: 'healthy',
+        consecutive_failures: 0,
+        failing_since: null,
+        last_error: null,
+        paused_until: null,
+        disabled_at: null,
+        disabled_reason: null,
+      });
       expect(i).to.deep.include({ org_id: orgId, active: true, type: 'WEBHOOK' });
       expect(i.data).to.deep.equal({ endpoint: 'https://hooks.example.com/trackway', authToken: '****9f3a', httpTimeout: '15', do_events: true, do_contacts: true });
       expect(i.created_at).to.match(ISO);

@@ -4,9 +4,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, type ApiFailure, call, platform, type Schemas } from './api.ts';
 import { BASE, navigate } from './router.ts';
+import { HealthNote } from './health.tsx';
 import { Badge, Breakable, dateTime, Empty, ErrorNote, Pager, Show, timeOfDay, useAsync, usePager } from './ui.tsx';
 
 type Delivery = Schemas['Delivery'];
+type Integration = Schemas['Integration'];
 type Status = Delivery['status'];
 
 const REFRESH_MS = 5000;
@@ -35,19 +37,23 @@ export function Deliveries({ orgId, url }: { orgId: number; url: URL }) {
       ),
     [orgId, status, pager.cursor],
   );
-  const endpoints = useAsync(
+  const integrations = useAsync(
     () =>
       call(api.GET('/v1/rest/{platform_name}/integration', { params: { path: { platform_name: platform() }, query: { org_id: orgId, limit: 200 } } })).then(
-        (page) => new Map(page.items.map((i) => [i.id, i.data.endpoint])),
+        (page) => new Map(page.items.map((i) => [i.id, i])),
       ),
     [orgId],
   );
+  const troubled = [...(integrations.data?.values() ?? [])].filter((i) => i.health.state === 'paused' || i.health.state === 'disabled');
   const [updated, setUpdated] = useState<string | null>(null);
   const [message, setMessage] = useState('');
 
-  // refresh while open; not while the tab is hidden
+  // refresh while open (the endpoints' health too); not while the tab is hidden
   const reload = useRef(list.reload);
-  reload.current = list.reload;
+  reload.current = () => {
+    list.reload();
+    integrations.reload();
+  };
   useEffect(() => {
     const timer = setInterval(() => {
       if (!document.hidden) reload.current();
@@ -82,6 +88,13 @@ export function Deliveries({ orgId, url }: { orgId: number; url: URL }) {
       <p role="status" class="flash">
         {message}
       </p>
+      {troubled.length > 0 && (
+        <section class="health-list" aria-label="Endpoints not receiving deliveries">
+          {troubled.map((i) => (
+            <HealthNote key={i.id} health={i.health} endpoint={i.data.endpoint} />
+          ))}
+        </section>
+      )}
       <Show value={list} label="Loading deliveries…">
         {(page) =>
           page.items.length === 0 ? (
@@ -95,7 +108,7 @@ export function Deliveries({ orgId, url }: { orgId: number; url: URL }) {
                   <DeliveryCard
                     key={d.id}
                     delivery={d}
-                    endpoint={endpoints.data?.get(d.integration_id)}
+                    integration={integrations.data?.get(d.integration_id)}
                     onRetried={() => {
                       setMessage(`Delivery #${d.id} will be sent again.`);
                       list.reload();
@@ -112,7 +125,9 @@ export function Deliveries({ orgId, url }: { orgId: number; url: URL }) {
   );
 }
 
-function DeliveryCard({ delivery: d, endpoint, onRetried }: { delivery: Delivery; endpoint: string | undefined; onRetried: () => void }) {
+function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Delivery; integration: Integration | undefined; onRetried: () => void }) {
+  const endpoint = integration?.data.endpoint;
+  const paused = d.status === 'pending' && integration?.health.state === 'paused' ? integration.health : undefined;
   const [open, setOpen] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiFailure | null>(null);
@@ -165,6 +180,15 @@ function DeliveryCard({ delivery: d, endpoint, onRetried }: { delivery: Delivery
             <dt>Next attempt</dt>
             <dd>
               <time dateTime={d.next_attempt_at}>{dateTime(d.next_attempt_at)}</time>
+            </dd>
+          </div>
+        )}
+        {paused && (
+          <div class="wide">
+            <dt>Waiting</dt>
+            <dd>
+              its endpoint is paused{paused.paused_until && Date.parse(paused.paused_until) > Date.now() ? ` until ${timeOfDay(paused.paused_until)}` : ''} after{' '}
+              {paused.consecutive_failures} failed attempts in a row
             </dd>
           </div>
         )}

@@ -1,10 +1,12 @@
 // Webhook integrations of one organisation: list, create, edit (PATCH keeps
 // the stored auth token unless a new one is typed or removal is asked),
 // activate/deactivate, delete with confirmation, signing secret on request,
-// and "send test" (testIntegration).
+// "send test" (testIntegration), and the endpoint's health (failing, paused
+// by the circuit breaker, disabled by Trackway: health.tsx).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, type ApiFailure, call, platform, type Schemas } from './api.ts';
-import { Badge, Breakable, CopyButton, dateTime, Empty, ErrorNote, Pager, Show, useAsync, usePager } from './ui.tsx';
+import { HealthNote, StateBadges } from './health.tsx';
+import { Breakable, CopyButton, dateTime, Empty, ErrorNote, Pager, Show, useAsync, usePager } from './ui.tsx';
 
 type Integration = Schemas['Integration'];
 
@@ -283,8 +285,9 @@ function IntegrationCard({ integration: i, onChanged }: { integration: Integrati
         <code class="wrap endpoint">
           <Breakable text={i.data.endpoint} />
         </code>
-        {i.active ? <Badge tone="ok">Active</Badge> : <Badge tone="off">Inactive</Badge>}
+        <StateBadges integration={i} />
       </div>
+      <HealthNote health={i.health} />
       <dl class="meta">
         <div class="wide">
           <dt>Sends</dt>
