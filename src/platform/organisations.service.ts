@@ -3,27 +3,31 @@ import type { Deps } from '../deps.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { forbidden, requireOrganisation } from './access.ts';
-import { findMemberOrganisation, listMemberOrganisations, type OrganisationRow } from './organisations.repository.ts';
+import { findMemberOrganisation, findOrganisationByDomainKey, listMemberOrganisations, type OrganisationRow } from './organisations.repository.ts';
+import { domainKey } from './normalise.ts';
+import { organisationToken } from './registration.service.ts';
+import type { Cipher } from './secrets.ts';
 import { organisationView } from './users.service.ts';
 
 type OrganisationDetail = Schemas['OrganisationDetail'];
 
-export function organisationDetailView(o: OrganisationRow): OrganisationDetail {
-  return { ...organisationView(o), organisation_name: o.organisation_name };
+/** The organisation as read by its platform account: the token decrypted (it is stored sealed). */
+export function organisationDetailView(cipher: Cipher, o: OrganisationRow): OrganisationDetail {
+  return { ...organisationView(o, organisationToken(cipher, o)), organisation_name: o.organisation_name };
 }
 
-export async function getOrganisation(deps: Pick<Deps, 'db'>, principal: Principal, rawOrgId: unknown): Promise<OrganisationDetail> {
+export async function getOrganisation(deps: Pick<Deps, 'db' | 'cipher'>, principal: Principal, rawOrgId: unknown): Promise<OrganisationDetail> {
   const orgId = typeof rawOrgId === 'string' && /^\d{1,16}$/.test(rawOrgId) ? Number(rawOrgId) : rawOrgId;
   if (typeof orgId !== 'number' || !Number.isSafeInteger(orgId) || orgId < 1) throw forbidden();
   await requireOrganisation(deps.db, principal, orgId);
   const row = await findMemberOrganisation(deps.db, principal.userId, orgId);
   if (!row) throw forbidden();
-  return organisationDetailView(row);
+  return organisationDetailView(deps.cipher, row);
 }
 
 /** Newest first; `q` filters on the domain (case-insensitive substring). */
 export async function listOrganisations(
-  deps: Pick<Deps, 'db'>,
+  deps: Pick<Deps, 'db' | 'cipher'>,
   principal: Principal,
   query: { q?: string; cursor?: string; limit?: unknown },
 ): Promise<Page<OrganisationDetail>> {
@@ -37,5 +41,15 @@ export async function listOrganisations(
     limit: limit + 1,
   });
   const page = toPage(rows, limit, (last) => ({ id: last.id }), filters);
-  return { items: page.rows.map(organisationDetailView), next_cursor: page.next_cursor };
+  return { items: page.rows.map((r) => organisationDetailView(deps.cipher, r)), next_cursor: page.next_cursor };
+}
+
+/** For the operator (`trackway organisation token`): the organisation of a domain and its token in clear. */
+export async function readOrganisationToken(
+  deps: Pick<Deps, 'db' | 'cipher'>,
+  domain: string,
+): Promise<{ id: number; token: string } | undefined> {
+  const key = domainKey(domain);
+  const row = key ? await findOrganisationByDomainKey(deps.db, key) : undefined;
+  return row && { id: row.id, token: organisationToken(deps.cipher, row) };
 }
