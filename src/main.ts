@@ -10,7 +10,7 @@ import { createLogger, type Logger } from './log.ts';
 import { AccountError, ensurePlatformAccount, setPlatformPassword } from './platform/accounts.service.ts';
 import { readOrganisationToken } from './platform/organisations.service.ts';
 import { sealSecretsAtRest } from './platform/sealing.service.ts';
-import { type Cipher, SecretKeyMismatch, loadCipher } from './platform/secrets.ts';
+import { type Cipher, SecretKeyMismatch, existingCipher } from './platform/secrets.ts';
 import { dispatch, serve } from './server.ts';
 
 const HELP = `Usage: trackway [command] [options]
@@ -36,18 +36,22 @@ commands use the server's running instance when there is one.
 
 class UsageError extends Error {}
 
-/** Runs fn against the migrated database (secrets still in clear sealed first), then releases it. */
+/**
+ * Runs fn against the migrated database, then releases it. Secrets still in
+ * clear are sealed first when the secret key is at hand (TRACKWAY_SECRET_KEY
+ * or the data dir's); the CLI never makes a key of its own.
+ */
 async function withDatabase<T>(
   config: Config,
   log: Logger,
-  fn: (db: ReturnType<typeof createDb>, applied: string[], cipher: Cipher) => Promise<T>,
+  fn: (db: ReturnType<typeof createDb>, applied: string[], cipher: Cipher | undefined) => Promise<T>,
 ): Promise<T> {
   const location = await locateDatabase(config, log, 'cli');
   const handle = createDb(location.url, { max: 2 });
   try {
     const applied = await migrate(handle.db);
-    const cipher = loadCipher(config.secretKey, config.dataDir);
-    await sealSecretsAtRest(handle.db, cipher, log);
+    const cipher = existingCipher(config.secretKey, config.dataDir);
+    if (cipher) await sealSecretsAtRest(handle.db, cipher, log);
     return await fn(handle, applied, cipher);
   } finally {
     await handle.close();
@@ -141,7 +145,10 @@ async function runOrganisation(config: Config, log: Logger, args: string[]): Pro
   if (sub !== 'token') throw new UsageError(`unknown organisation command "${sub ?? ''}" (expected: token)`);
   const { values } = parseArgs({ args: rest, options: { domain: { type: 'string' } }, strict: true });
   if (!values.domain) throw new UsageError('organisation token needs --domain');
-  const found = await withDatabase(config, log, (h, _applied, cipher) => readOrganisationToken({ db: h.db, cipher }, values.domain!));
+  const found = await withDatabase(config, log, (h, _applied, cipher) => {
+    if (!cipher) throw new AccountError(`no secret key: set TRACKWAY_SECRET_KEY, or run this in the server's data dir (${config.dataDir})`);
+    return readOrganisationToken({ db: h.db, cipher }, values.domain!);
+  });
   if (!found) throw new AccountError(`no organisation has the domain ${values.domain}`);
   process.stdout.write(`${found.token}\n`);
 }

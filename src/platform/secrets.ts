@@ -40,6 +40,21 @@ function parseKey(value: string): Buffer {
   return /^[0-9a-f]{64}$/i.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
 }
 
+/**
+ * The key if there is one (TRACKWAY_SECRET_KEY, or the data dir's), without
+ * making one: the CLI must never seal secrets with a key the servers do not
+ * have (a `migrate` job on another host, say).
+ */
+export function existingCipher(configured: string | undefined, dataDir: string): Cipher | undefined {
+  if (configured) return new Cipher(parseKey(configured));
+  try {
+    return new Cipher(parseKey(fs.readFileSync(path.join(dataDir, 'secret.key'), 'utf8').trim()));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
 export function loadCipher(configured: string | undefined, dataDir: string): Cipher {
   if (configured) return new Cipher(parseKey(configured));
   const file = path.join(dataDir, 'secret.key');
