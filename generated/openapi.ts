@@ -27,10 +27,15 @@ export interface paths {
          *     after the configured lifetime (24 hours by default); there is no refresh
          *     call, log in again.
          *
-         *     After 10 failed attempts for one email, or from one client IP address,
-         *     within 15 minutes (defaults, configurable on the server), further
-         *     attempts answer 429 (code 4290) with `Retry-After` until the window
-         *     passes; successful logins are not counted.
+         *     Failed attempts are counted per email and client address together,
+         *     and per client address: after 10 failed attempts for one email from
+         *     one address, or 30 from one address whatever the emails, within 15
+         *     minutes (defaults, configurable on the server), further attempts from
+         *     that address answer 429 (code 4290) with `Retry-After` until the
+         *     window passes. Failures from other addresses never lock an account:
+         *     the right password from another address is always accepted.
+         *     Successful logins are not counted, and a success starts its email's
+         *     count from that address over. An IPv6 address counts by its /64.
          */
         post: operations["loginPlatformUser"];
         delete?: never;
@@ -1158,15 +1163,18 @@ export interface paths {
          *     `org_token`. Use it for activity that happens outside the shop's pages
          *     (a CRM, a newsletter tool, a back office).
          *
-         *     - `eventVal` is a string (at most 10,000 characters) or a JSON object;
-         *       numbers, booleans, arrays and `null` are invalid.
+         *     - `eventVal` is a string (at most 10,000 characters) or a JSON object
+         *       (at most 200 top-level properties); numbers, booleans, arrays and
+         *       `null` are invalid.
          *     - `eventCategory` defaults to `EXTERNAL` (an event from outside the
          *       system), `lang` to `en`.
          *     - `u`, when sent, must be a valid absolute URL.
          *
          *     An unknown or inactive `org_token` answers 400 with code 5104; any
-         *     other invalid input answers 400 with code 5100. No rate limit applies
-         *     unless one is configured on the server.
+         *     other invalid input answers 400 with code 5100. Requests are limited
+         *     per client address and per organisation (429 with code 5129; see that
+         *     response for the defaults); a backfill from one server should stay
+         *     under 100 events a second or ask the operator to raise the limits.
          */
         post: operations["submitLearningEvent"];
         delete?: never;
@@ -1627,7 +1635,7 @@ export interface components {
         /** @description An organisation (interface 2.2), created with every registered user. Its `id` is the `org_id` used by the tracker and by integrations; its `token` is the `org_token` of learning events. */
         Organisation: {
             id: components["schemas"]["ResourceId"];
-            /** @description Organisation token; send it as `org_token` to the analytics host. */
+            /** @description Organisation token; send it as `org_token` to the analytics host. Stored encrypted (it cannot be read from the database in clear). */
             token: string;
             /** @description Organisation name. `""` on creation: the `organisation_name` given at registration is kept separately (see `OrganisationDetail`). */
             name: string;
@@ -1653,7 +1661,7 @@ export interface components {
         /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`) and `identity_secret`. */
         OrganisationDetail: {
             id: components["schemas"]["ResourceId"];
-            /** @description Organisation token; send it as `org_token` to the analytics host. */
+            /** @description Organisation token; send it as `org_token` to the analytics host. Stored encrypted (it cannot be read from the database in clear). */
             token: string;
             /** @description Organisation name (`""` on creation). */
             name: string;
@@ -1707,7 +1715,7 @@ export interface components {
             password: string;
         };
         LoginResponse: {
-            /** @description JWT to send as `Authorization: Bearer <token>` on the platform API. It is valid only under the `platform_name` it was issued for and expires after the configured lifetime (24 hours by default); log in again to get a new one. */
+            /** @description JWT to send as `Authorization: Bearer <token>` on the platform API. It is valid only under the `platform_name` it was issued for and expires after the configured lifetime (24 hours by default), or earlier when the account's password is changed; log in again to get a new one. */
             bearer_token: string;
             user: components["schemas"]["User"];
             /** @constant */
@@ -1787,7 +1795,7 @@ export interface components {
             type: "WEBHOOK";
             data: components["schemas"]["IntegrationData"];
         };
-        /** @description The fields of an integration to change; a field left out keeps its value. */
+        /** @description The fields of an integration to change; a field left out keeps its value, with one exception: a new `data.endpoint` on another origin (scheme, host or port) than the stored one removes the stored `data.authToken` unless the same request sends one, so that the credential is never sent to an origin it was not given for (a new path on the same origin keeps it). */
         PatchIntegrationRequest: {
             /** @description New state. Setting `false` stops deliveries, including pending ones (they become `cancelled`). Setting `true` on an inactive integration (one Trackway disabled included) also clears its `health`. */
             active?: boolean;
@@ -1795,9 +1803,9 @@ export interface components {
         };
         /** @description Delivery settings to change; a field left out keeps its value. */
         IntegrationDataPatch: {
-            /** @description URL Trackway posts notifications to. Deliveries to loopback, private, link-local and cloud-metadata addresses are refused by default. */
+            /** @description URL Trackway posts notifications to. Deliveries to loopback, private, link-local and cloud-metadata addresses are refused by default. A URL on another origin (scheme, host or port) than the stored endpoint removes the stored `authToken` unless `authToken` is sent too. */
             endpoint?: components["schemas"]["HttpUrl"];
-            /** @description A new credential (visible ASCII characters, no spaces), or `null` to remove the stored one. Left out, the stored credential is kept. */
+            /** @description A new credential (visible ASCII characters, no spaces), or `null` to remove the stored one. Left out, the stored credential is kept, unless `endpoint` moves to another origin (then it is removed). */
             authToken?: string | null;
             /** @description Seconds (1 to 30, as a string of digits) to wait for the endpoint's response. */
             httpTimeout?: string;
@@ -2089,6 +2097,7 @@ export interface components {
         /** @description One line of the cart. */
         LineItem: {
             quantity?: number;
+            /** @description Product title of the line (at most 255 characters). */
             title?: string;
             /** @description Price of the line (unit price times quantity). */
             line_price?: components["schemas"]["Money"];
@@ -2113,7 +2122,7 @@ export interface components {
             cart_url: components["schemas"]["HttpUrl"];
             /** @description The product added or removed. */
             product_id: components["schemas"]["ProductId"];
-            /** @description Cart contents after the change. */
+            /** @description Cart contents after the change (at most 100 lines). */
             line_items?: components["schemas"]["LineItem"][];
             /** @description Total value of the cart after the change. */
             cart_value?: components["schemas"]["Money"];
@@ -2121,6 +2130,7 @@ export interface components {
         CheckoutEventBody: {
             /** @description URL of the checkout page. */
             checkout: components["schemas"]["HttpUrl"];
+            /** @description The products checked out (at most 100). */
             items?: components["schemas"]["OrderItem"][];
             cart_value?: components["schemas"]["Money"];
         };
@@ -2129,6 +2139,7 @@ export interface components {
             checkout_url?: components["schemas"]["HttpUrl"];
             /** @description The shop's order identifier. */
             order_id: string;
+            /** @description The products ordered (at most 100). */
             items?: components["schemas"]["OrderItem"][];
         };
         ProductViewEventBody: {
@@ -2138,7 +2149,7 @@ export interface components {
             product_url: components["schemas"]["HttpUrl"];
         };
         CategoryViewEventBody: {
-            /** @description Name or handle of the viewed category. */
+            /** @description Name or handle of the viewed category (at most 255 characters). */
             category: string;
         };
         LearnEventRequest: {
@@ -2146,7 +2157,7 @@ export interface components {
             org_token: string;
             /** @description Name of the tracked event. */
             eventName: string;
-            /** @description Value of the event, a string (at most 10,000 characters) or a JSON object. */
+            /** @description Value of the event, a string (at most 10,000 characters) or a JSON object (at most 200 properties at its top level, nested at most 32 levels). */
             eventVal: string | {
                 [key: string]: unknown;
             };
@@ -2381,7 +2392,7 @@ export interface components {
                 "application/json": components["schemas"]["PlatformError"];
             };
         };
-        /** @description Temporarily unavailable, typically because the database cannot be reached (code 5030). Nothing was changed; retry after `Retry-After` seconds. */
+        /** @description Temporarily unavailable, typically because the database cannot be reached, or (login) because too many passwords are being checked at once (code 5030). Nothing was changed; retry after `Retry-After` seconds. */
         PlatformUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -2469,7 +2480,7 @@ export interface components {
                 "application/json": components["schemas"]["TrackingError"];
             };
         };
-        /** @description The request body exceeds the size limit (`payload_too_large`). */
+        /** @description The request body exceeds 32 KiB (`payload_too_large`). Realistic event bodies are far smaller: a 100-line cart is about 25 KB. */
         TrackingPayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -2505,7 +2516,7 @@ export interface components {
                 "application/json": components["schemas"]["TrackingError"];
             };
         };
-        /** @description Rate limit reached (`rate_limited`). Only when a tracking rate limit is configured on the server (per IP and per organisation); retry after `Retry-After` seconds. */
+        /** @description Rate limit reached (`rate_limited`); retry after `Retry-After` seconds. The server limits requests per client address (an IPv6 address counts by its /64) and per organisation, and identifies of identities it has not seen in the last 30 minutes per client address; each request costs one unit per started KiB of its body. The defaults (6,000 a minute per address, 60,000 a minute per organisation, 60 new identities a minute per address, each a token bucket that may be spent at once) leave a busy shop behind one NAT unlimited; the operator can change or turn them off. */
         TrackingRateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -2597,7 +2608,7 @@ export interface components {
                 "application/json": components["schemas"]["AnalyticsFailure"];
             };
         };
-        /** @description Rate limit reached (code 5129). Only when a rate limit is configured on the server; retry after `Retry-After` seconds. */
+        /** @description Rate limit reached (code 5129); retry after `Retry-After` seconds. Learning events are limited per client address and per organisation (by default 6,000 and 60,000 a minute, each request costing one unit per started KiB of its body). */
         AnalyticsRateLimited: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
@@ -2634,7 +2645,7 @@ export interface components {
                 "application/json": components["schemas"]["AnalyticsFailure"];
             };
         };
-        /** @description Temporarily unavailable, typically because the database cannot be reached (code 5503). Nothing was stored; retry after `Retry-After` seconds. */
+        /** @description Temporarily unavailable, typically because the database cannot be reached, or (registration) because too many passwords are being hashed at once (code 5503). Nothing was stored; retry after `Retry-After` seconds. */
         AnalyticsUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];

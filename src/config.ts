@@ -11,6 +11,33 @@ export interface RateLimit {
   windowMs: number;
 }
 
+/** Limits on /jsv1 and the learning endpoint (DESIGN §6 "Trust"); undefined = off. */
+export interface TrackingLimits {
+  /** requests per client address (an IPv6 address counts by its /64) */
+  ip: RateLimit | undefined;
+  /** requests per organisation */
+  org: RateLimit | undefined;
+  /** identifies of an identity not seen in the last 30 minutes, per client address (/jsv1 only) */
+  identify: RateLimit | undefined;
+}
+
+/**
+ * Defaults, sized so that a busy shop behind one NAT is never limited (README
+ * "Security" works the numbers out): a shopper at its peak sends at most ~20
+ * tracking requests a minute and identifies with a new contact at most once
+ * in 5 minutes; 300 such shoppers behind one address fit in the per-address
+ * budget, 3,000 of one organisation (a sale-day peak) in the per-organisation
+ * one. Token buckets: the burst is the whole budget, refilled evenly.
+ */
+export const DEFAULT_TRACKING_LIMITS: TrackingLimits = {
+  ip: { limit: 6_000, windowMs: 60_000 },
+  org: { limit: 60_000, windowMs: 60_000 },
+  identify: { limit: 60, windowMs: 60_000 },
+};
+
+/** scrypt cost as log2 N (PASSWORD_HASH_COST); 17 is N = 2^17, 128 MiB and ~0.5 s per hash. */
+export const DEFAULT_PASSWORD_HASH_COST = 17;
+
 export interface Config {
   port: number;
   host: string;
@@ -29,11 +56,17 @@ export interface Config {
   /** added to an integration's httpTimeout to make the lease of a claimed delivery (WEBHOOK_LEASE_MARGIN) */
   webhookLeaseMarginMs: number;
   logLevel: string;
-  /** failed logins allowed per email and per IP in a window; undefined = off */
+  /** failed logins allowed per (email, client address) in a window; undefined = off */
   loginRateLimit: RateLimit | undefined;
+  /** failed logins allowed per client address, whatever the emails; undefined = off */
+  loginAddressRateLimit: RateLimit | undefined;
   registrationRateLimit: RateLimit | undefined;
-  /** per IP and per organisation on /jsv1 and the learning endpoint; undefined = off */
-  trackingRateLimit: RateLimit | undefined;
+  /** per client address, per organisation and for new identities on /jsv1 (and the learning endpoint) */
+  trackingLimits: TrackingLimits;
+  /** scrypt cost of new password hashes, log2 N (PASSWORD_HASH_COST, 14..20) */
+  passwordHashCost: number;
+  /** when set, /metrics requires `Authorization: Bearer <METRICS_TOKEN>` */
+  metricsToken: string | undefined;
   /** slow clients: a request must send its headers within this (HTTP_HEADERS_TIMEOUT) */
   httpHeadersTimeoutMs: number;
   /** ...and be received completely, body included, within this (HTTP_REQUEST_TIMEOUT) */
@@ -91,6 +124,24 @@ function rateLimit(env: Env, name: string, def: RateLimit | undefined): RateLimi
   const limit = Number(m[1]);
   if (limit < 1) throw new ConfigError(`${name}: the limit must be at least 1`);
   return { limit, windowMs: parseDuration(name, m[2]!) };
+}
+
+/**
+ * TRACKING_RATE_LIMIT sets the per-address and per-organisation limits
+ * together (`off` turns every tracking limit off); TRACKING_IP_RATE_LIMIT,
+ * TRACKING_ORG_RATE_LIMIT and TRACKING_IDENTIFY_RATE_LIMIT set one each and
+ * win over it.
+ */
+function trackingLimits(env: Env): TrackingLimits {
+  const all = str(env, 'TRACKING_RATE_LIMIT');
+  const allOff = all !== undefined && /^(off|none|0)$/i.test(all);
+  const both = allOff ? undefined : rateLimit(env, 'TRACKING_RATE_LIMIT', undefined);
+  const pick = (name: string, def: RateLimit | undefined) => rateLimit(env, name, allOff ? undefined : def);
+  return {
+    ip: pick('TRACKING_IP_RATE_LIMIT', both ?? DEFAULT_TRACKING_LIMITS.ip),
+    org: pick('TRACKING_ORG_RATE_LIMIT', both ?? DEFAULT_TRACKING_LIMITS.org),
+    identify: pick('TRACKING_IDENTIFY_RATE_LIMIT', DEFAULT_TRACKING_LIMITS.identify),
+  };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -162,6 +213,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (webhookDisableAfterMs !== undefined && webhookDisableAfterMs < 1000) {
     throw new ConfigError('WEBHOOK_DISABLE_AFTER: must be at least 1s (or off)');
   }
+  const loginRateLimit = rateLimit(env, 'LOGIN_RATE_LIMIT', { limit: 10, windowMs: 15 * 60_000 });
+  const metricsToken = str(env, 'METRICS_TOKEN');
+  if (metricsToken !== undefined && (metricsToken.length < 16 || !/^[!-~]+$/.test(metricsToken))) {
+    throw new ConfigError('METRICS_TOKEN: must be at least 16 visible ASCII characters (no spaces)');
+  }
 
   const retention = str(env, 'EVENT_RETENTION_DAYS');
   const eventRetentionDays = retention === undefined ? undefined : int(env, 'EVENT_RETENTION_DAYS', 0, 1, 36500);
@@ -183,9 +239,13 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetrySchedule: schedule,
     webhookLeaseMarginMs: parseDuration('WEBHOOK_LEASE_MARGIN', str(env, 'WEBHOOK_LEASE_MARGIN') ?? '30s'),
     logLevel,
-    loginRateLimit: rateLimit(env, 'LOGIN_RATE_LIMIT', { limit: 10, windowMs: 15 * 60_000 }),
+    loginRateLimit,
+    // LOGIN_RATE_LIMIT=off turns both login limits off unless this one is set
+    loginAddressRateLimit: rateLimit(env, 'LOGIN_ADDRESS_RATE_LIMIT', loginRateLimit ? { limit: 30, windowMs: 15 * 60_000 } : undefined),
     registrationRateLimit: rateLimit(env, 'REGISTRATION_RATE_LIMIT', { limit: 20, windowMs: 3_600_000 }),
-    trackingRateLimit: rateLimit(env, 'TRACKING_RATE_LIMIT', undefined),
+    trackingLimits: trackingLimits(env),
+    passwordHashCost: int(env, 'PASSWORD_HASH_COST', DEFAULT_PASSWORD_HASH_COST, 14, 20),
+    metricsToken,
     httpHeadersTimeoutMs,
     httpRequestTimeoutMs,
     webhookMaxBacklog,

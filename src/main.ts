@@ -1,4 +1,5 @@
-// The `trackway` CLI: serve (default), dispatch, migrate, platform create.
+// The `trackway` CLI: serve (default), dispatch, migrate, platform create,
+// platform set-password, organisation token.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { locateDatabase } from './db/connect.ts';
@@ -6,7 +7,10 @@ import { createDb, migrate } from './db/database.ts';
 import { EmbeddedError } from './db/embedded.ts';
 import { GeoIpError } from './tracking/geo.ts';
 import { createLogger, type Logger } from './log.ts';
-import { AccountError, ensurePlatformAccount } from './platform/accounts.service.ts';
+import { AccountError, ensurePlatformAccount, setPlatformPassword } from './platform/accounts.service.ts';
+import { readOrganisationToken } from './platform/organisations.service.ts';
+import { sealSecretsAtRest } from './platform/sealing.service.ts';
+import { type Cipher, SecretKeyMismatch, existingCipher } from './platform/secrets.ts';
 import { dispatch, serve } from './server.ts';
 
 const HELP = `Usage: trackway [command] [options]
@@ -18,6 +22,11 @@ Commands:
   migrate                     apply database migrations and exit
   platform create --platform NAME --email EMAIL --password PASSWORD [--name NAME]
                               create a platform account (a no-op if it exists)
+  platform set-password --email EMAIL --password PASSWORD
+                              set a platform account's password; its bearer
+                              tokens issued before stop working
+  organisation token --domain DOMAIN
+                              print an organisation's token (it is stored encrypted)
   help, --help                show this help
 
 Configuration comes from the environment; see the README. With no DATABASE_URL,
@@ -27,16 +36,23 @@ commands use the server's running instance when there is one.
 
 class UsageError extends Error {}
 
-/** Runs fn against the database, then releases it. */
+/**
+ * Runs fn against the migrated database, then releases it. Secrets still in
+ * clear are sealed first when the secret key is at hand (TRACKWAY_SECRET_KEY
+ * or the data dir's); the CLI never makes a key of its own.
+ */
 async function withDatabase<T>(
   config: Config,
   log: Logger,
-  fn: (db: ReturnType<typeof createDb>, applied: string[]) => Promise<T>,
+  fn: (db: ReturnType<typeof createDb>, applied: string[], cipher: Cipher | undefined) => Promise<T>,
 ): Promise<T> {
   const location = await locateDatabase(config, log, 'cli');
   const handle = createDb(location.url, { max: 2 });
   try {
-    return await fn(handle, await migrate(handle.db));
+    const applied = await migrate(handle.db);
+    const cipher = existingCipher(config.secretKey, config.dataDir);
+    if (cipher) await sealSecretsAtRest(handle.db, cipher, log);
+    return await fn(handle, applied, cipher);
   } finally {
     await handle.close();
     await location.release();
@@ -81,7 +97,8 @@ function untilSignal(log: Logger, stop: () => Promise<void>): void {
 
 async function runPlatform(config: Config, log: Logger, args: string[]): Promise<void> {
   const [sub, ...rest] = args;
-  if (sub !== 'create') throw new UsageError(`unknown platform command "${sub ?? ''}" (expected: create)`);
+  if (sub === 'set-password') return runSetPassword(config, log, rest);
+  if (sub !== 'create') throw new UsageError(`unknown platform command "${sub ?? ''}" (expected: create, set-password)`);
   const { values } = parseArgs({
     args: rest,
     options: {
@@ -96,18 +113,44 @@ async function runPlatform(config: Config, log: Logger, args: string[]): Promise
     throw new UsageError('platform create needs --platform, --email and --password');
   }
   const result = await withDatabase(config, log, (h) =>
-    ensurePlatformAccount(h, {
-      platform: values.platform!,
-      email: values.email!,
-      password: values.password!,
-      name: values.name ?? '',
-    }),
+    ensurePlatformAccount(
+      { db: h.db, config },
+      {
+        platform: values.platform!,
+        email: values.email!,
+        password: values.password!,
+        name: values.name ?? '',
+      },
+    ),
   );
   process.stdout.write(
     result.created
       ? `created platform account ${values.email} on platform "${values.platform}" (user id ${result.userId})\n`
       : `platform account ${values.email} already exists on platform "${values.platform}" (user id ${result.userId})\n`,
   );
+}
+
+async function runSetPassword(config: Config, log: Logger, args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { email: { type: 'string' }, password: { type: 'string' } }, strict: true });
+  if (!values.email || !values.password) throw new UsageError('platform set-password needs --email and --password');
+  const result = await withDatabase(config, log, (h) => setPlatformPassword({ db: h.db, config }, { email: values.email!, password: values.password! }));
+  process.stdout.write(
+    `set the password of platform account ${values.email} on platform "${result.platform}" (user id ${result.userId}); ` +
+      'its bearer tokens issued before now no longer work\n',
+  );
+}
+
+async function runOrganisation(config: Config, log: Logger, args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  if (sub !== 'token') throw new UsageError(`unknown organisation command "${sub ?? ''}" (expected: token)`);
+  const { values } = parseArgs({ args: rest, options: { domain: { type: 'string' } }, strict: true });
+  if (!values.domain) throw new UsageError('organisation token needs --domain');
+  const found = await withDatabase(config, log, (h, _applied, cipher) => {
+    if (!cipher) throw new AccountError(`no secret key: set TRACKWAY_SECRET_KEY, or run this in the server's data dir (${config.dataDir})`);
+    return readOrganisationToken({ db: h.db, cipher }, values.domain!);
+  });
+  if (!found) throw new AccountError(`no organisation has the domain ${values.domain}`);
+  process.stdout.write(`${found.token}\n`);
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -132,6 +175,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'platform':
       return runPlatform(config, log, args);
+    case 'organisation':
+      return runOrganisation(config, log, args);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
@@ -142,7 +187,13 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     process.stderr.write(`trackway: ${(err as Error).message}\n\n${HELP}`);
     process.exit(2);
   }
-  if (err instanceof ConfigError || err instanceof AccountError || err instanceof EmbeddedError || err instanceof GeoIpError) {
+  if (
+    err instanceof ConfigError ||
+    err instanceof AccountError ||
+    err instanceof EmbeddedError ||
+    err instanceof GeoIpError ||
+    err instanceof SecretKeyMismatch
+  ) {
     process.stderr.write(`trackway: ${err.message}\n`);
     process.exit(2);
   }

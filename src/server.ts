@@ -13,6 +13,7 @@ import { createMetrics, type Metrics } from './http/metrics.ts';
 import { handlers } from './http/registry.ts';
 import type { Logger } from './log.ts';
 import { ensurePlatformAccount } from './platform/accounts.service.ts';
+import { sealSecretsAtRest } from './platform/sealing.service.ts';
 import { loadCipher, loadJwtSecret } from './platform/secrets.ts';
 import { Tokens } from './platform/tokens.ts';
 import { createTargetCache } from './webhooks/targets.ts';
@@ -38,8 +39,10 @@ export interface RunningServer {
 }
 
 export async function buildDeps(config: Config, db: Database, log: Logger, metrics: Metrics = createMetrics()): Promise<Deps> {
-  const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db), config.jwtTtlSeconds);
   const cipher = loadCipher(config.secretKey, config.dataDir);
+  // what older versions kept in clear is sealed before anything reads it
+  await sealSecretsAtRest(db, cipher, log);
+  const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db, cipher), config.jwtTtlSeconds);
   const targets = createTargetCache(db);
   const organisations = createOrganisationDirectory(db, cipher);
   const geo = loadGeoLocator(config.geoipDb, log);

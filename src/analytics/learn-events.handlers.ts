@@ -1,17 +1,19 @@
 // submitLearningEvent (analytics host) and listLearnEvents (platform API):
 // HTTP shape only.
 import type { Deps } from '../deps.ts';
-import { createTrafficLimits } from '../http/traffic-limits.ts';
+import { createTrafficLimits, requestCost } from '../http/traffic-limits.ts';
 import type { HandlerMap, Principal } from '../http/types.ts';
 import { listLearnEvents, submitLearningEvent } from './learn-events.service.ts';
 
 export function learnEventsHandlers(deps: Deps): HandlerMap<'submitLearningEvent' | 'listLearnEvents'> {
-  // TRACKING_RATE_LIMIT: per client IP here, per organisation once its token resolves
-  const limits = createTrafficLimits('analytics', deps.config.trackingRateLimit);
+  // tracking limits: per client address here, per organisation once its token resolves
+  const limits = createTrafficLimits('analytics', deps.config.trackingLimits);
   return {
     submitLearningEvent: async (c, ctx) => {
-      limits.ip(ctx.ip);
-      await submitLearningEvent(deps, c.request.requestBody, limits);
+      const raw = (ctx.request as { rawBody?: unknown }).rawBody;
+      const cost = requestCost(typeof raw === 'string' ? raw.length : 0);
+      limits.ip(ctx.ip, cost);
+      await submitLearningEvent(deps, c.request.requestBody, limits, cost);
       return { status: 200, body: { status: 'success' } };
     },
     listLearnEvents: async (c) => {

@@ -54,6 +54,7 @@ export async function submitLearningEvent(
   deps: Pick<Deps, 'db'>,
   body: LearnEventInput,
   limits?: Pick<TrafficLimits, 'org'>,
+  cost = 1,
 ): Promise<void> {
   const eventVal = body.eventVal as unknown;
   if (typeof eventVal !== 'string' && (typeof eventVal !== 'object' || eventVal === null || Array.isArray(eventVal))) {
@@ -68,7 +69,7 @@ export async function submitLearningEvent(
 
   const orgId = await resolveOrgToken(deps.db, body.org_token);
   if (orgId === undefined) throw unknownOrgToken();
-  limits?.org(orgId);
+  limits?.org(orgId, cost);
   await insertLearnEvent(deps.db, {
     orgId,
     eventName: body.eventName,

@@ -9,18 +9,22 @@
 // be probed faster than the limit); token → 401; then the registration.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../deps.ts';
-import { analyticsError } from '../http/errors.ts';
+import { analyticsError, analyticsFailure } from '../http/errors.ts';
 import { createRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
 import type { Schemas } from '../http/types.ts';
 import { newSealedIdentitySecret } from '../platform/organisation-settings.service.ts';
-import { hashPassword } from '../platform/passwords.ts';
+import { PasswordHashBusy, hashPassword } from '../platform/passwords.ts';
+import type { Cipher } from '../platform/secrets.ts';
 import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from '../platform/registration.service.ts';
 import { invalidInput } from './input.ts';
 
 export interface RegistrationDeps {
   db: Deps['db'];
   organisations: Deps['organisations'];
-  cipher: Deps['cipher'];
+  /** seals the new organisation's token */
+  cipher: Cipher;
+  /** scrypt cost of the password hash (config.passwordHashCost) */
+  passwordHashCost: number;
   /** sha256 of the configured registration token; undefined = registration disabled */
   tokenHash: Buffer | undefined;
   /** per client IP; undefined = no limit */
@@ -36,6 +40,7 @@ export function registrationDeps(deps: Pick<Deps, 'db' | 'organisations' | 'conf
     db: deps.db,
     organisations: deps.organisations,
     cipher: deps.cipher,
+    passwordHashCost: deps.config.passwordHashCost,
     tokenHash: registrationToken === undefined ? undefined : sha256(registrationToken),
     limiter: registrationRateLimit ? createRateLimiter(registrationRateLimit) : undefined,
   };
@@ -72,7 +77,12 @@ export async function registerAnalyticsUser(reg: RegistrationDeps, req: Registra
   const email = body.email.trim();
 
   // scrypt before the transaction, so no connection waits on it
-  const passwordHash = await hashPassword(body.password);
+  const passwordHash = await hashPassword(body.password, reg.passwordHashCost).catch((err: unknown) => {
+    if (!(err instanceof PasswordHashBusy)) throw err;
+    const busy = analyticsFailure(503, 5503, 'Too many registrations at once; retry shortly');
+    busy.headers['Retry-After'] = '1';
+    throw busy;
+  });
   try {
     const created = await reg.db.transaction().execute((tx) =>
       createUserWithOrganisation(tx, {
@@ -83,7 +93,7 @@ export async function registerAnalyticsUser(reg: RegistrationDeps, req: Registra
         organisationName: body.entity,
         passwordHash,
         identitySecretEnc: newSealedIdentitySecret(reg.cipher),
-      }),
+      }, reg.cipher),
     );
     // the tracker may have asked for this id before it existed (a cached "unknown")
     reg.organisations.invalidate(created.organisation.id);

@@ -5,6 +5,8 @@ type Timestamp = ColumnType<Date, Date | string, Date | string>;
 /** a timestamp with a database default (insert may omit it) */
 type GeneratedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T> = ColumnType<T, string, string>;
+/** text that may be null and may be left out of an insert */
+type NullableColumn = ColumnType<string | null, string | null | undefined, string | null>;
 
 export interface SettingsTable {
   key: string;
@@ -25,6 +27,8 @@ export interface UsersTable {
   is_superuser: Generated<boolean>;
   created_at: GeneratedTimestamp;
   modified_at: GeneratedTimestamp;
+  /** in every bearer token (claim `sv`); a password change increments it, revoking older tokens */
+  session_version: Generated<number>;
 }
 
 export interface LoginFailuresTable {
@@ -35,7 +39,10 @@ export interface LoginFailuresTable {
 
 export interface OrganisationsTable {
   id: Generated<number>;
-  token: string;
+  /** the token in clear: only until the start-up step seals it into token_enc (rows written by older versions) */
+  token: NullableColumn;
+  /** the token sealed with the secret key (deps.cipher) */
+  token_enc: NullableColumn;
   token_hash: Buffer;
   name: Generated<string>;
   organisation_name: Generated<string>;

@@ -12,8 +12,15 @@ import { ApiError, type Area, areaError, areaOf, isRejectedInput, isUnavailable,
 import { siteRouter } from './site.ts';
 import type { HandlerMap } from './types.ts';
 
+/**
+ * Tracking: 32 KiB. The largest realistic event body, a 100-line cart (the
+ * contract's maximum) with shop-like titles and CDN image URLs, is about
+ * 25 KB (test/reliability/tracking-limits.test.ts measures it); the per-field
+ * caps in the contract bound each field, and this bounds the whole (the
+ * fields' caps alone would allow far more).
+ */
 export const BODY_LIMITS: Record<Area, number> = {
-  tracking: 64 * 1024,
+  tracking: 32 * 1024,
   platform: 1024 * 1024,
   analytics: 1024 * 1024,
 };
@@ -98,6 +105,11 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const operation = (ctx.state.operationId as string | undefined) ?? 'none';
       metrics.observeRequest(operation, ctx.status, seconds);
+      // what the limits refuse (429) is counted where it is refused, with its reason
+      if (area === 'tracking') {
+        if (ctx.status === 413) metrics.trackingRefused('too_large');
+        else if (ctx.status === 400 || ctx.status === 415) metrics.trackingRefused('invalid');
+      }
       if (ctx.status >= 500) log.warn({ requestId, status: ctx.status, path: ctx.path, operation }, 'request failed');
       else if (log.isLevelEnabled('debug')) {
         log.debug({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, operation, seconds }, 'request');

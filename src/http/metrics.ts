@@ -1,10 +1,13 @@
 // Prometheus metrics: process metrics plus request count and duration by
 // operationId and status. Each area may register its own on `registry`.
 import client from 'prom-client';
+import { REFUSAL_REASONS, type RefusalReason } from './traffic-limits.ts';
 
 export interface Metrics {
   registry: client.Registry;
   observeRequest(operation: string, status: number, seconds: number): void;
+  /** a /jsv1 request refused by a limit or as too large or invalid (trackway_tracking_refused_total) */
+  trackingRefused(reason: RefusalReason): void;
 }
 
 export function createMetrics(): Metrics {
@@ -23,8 +26,18 @@ export function createMetrics(): Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
+  const refused = new client.Counter({
+    name: 'trackway_tracking_refused_total',
+    help: 'tracking API (/jsv1) requests refused, by reason: ip_rate_limited, org_rate_limited, identify_rate_limited (429), too_large (413), invalid (400, 415)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  for (const reason of REFUSAL_REASONS) refused.inc({ reason }, 0);
   return {
     registry,
+    trackingRefused(reason) {
+      refused.inc({ reason });
+    },
     observeRequest(operation, status, seconds) {
       requests.inc({ operation, status: String(status) });
       duration.observe({ operation }, seconds);

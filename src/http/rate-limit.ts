@@ -1,4 +1,9 @@
-// A small in-memory rate limiter: at most `limit` hits per key in a fixed
+// Small in-memory rate limiters. createRateLimiter (registration): a fixed
+// window; createTokenBucket (tracking limits, below): a token bucket, which
+// cannot be spent twice at a window edge; createRecentKeys: a bounded set of
+// recently seen keys.
+//
+// The fixed window: at most `limit` hits per key in a fixed
 // window that starts at the key's first hit (so `Retry-After` is never longer
 // than the window). O(1) per hit, memory bounded by `maxKeys`.
 //
@@ -93,6 +98,106 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
     },
     get size() {
       return windows.size;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// A token bucket per key, as GCRA (the generic cell rate algorithm): one
+// number per key, the "theoretical arrival time" `tat` at which the key's
+// bucket would be full again. `limit` per `windowMs` is the refill rate and
+// `limit` the capacity, so a key may burst its whole budget and then goes on
+// at limit/windowMs. Unlike the fixed window above, a budget cannot be spent
+// twice in a moment at a window edge: over any span of s ms a key gets at
+// most limit + limit·s/windowMs. A hit may cost more than one token (the
+// tracking limits weigh bodies by size). O(1) per hit.
+//
+// Memory: a key's entry is re-inserted at the back of the Map on every hit it
+// is allowed, so the front holds the least recently charged keys; an entry
+// whose bucket has refilled (tat ≤ now) is the same as no entry and is swept
+// from the front. Beyond `maxKeys` live keys the least recently charged are
+// dropped (they start full again: fail open rather than refuse everyone).
+
+export interface TokenBucketLimiter {
+  /** Takes `cost` tokens (default 1, at most the capacity) from `key`'s bucket unless it has too few. */
+  hit(key: string, cost?: number): RateDecision;
+  readonly size: number;
+}
+
+export function createTokenBucket(opts: RateLimitOptions): TokenBucketLimiter {
+  const { limit, windowMs } = opts;
+  const maxKeys = opts.maxKeys ?? 100_000;
+  const now = opts.now ?? monotonic;
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError('rate limit: limit must be a whole number ≥ 1');
+  if (!(windowMs > 0)) throw new RangeError('rate limit: windowMs must be > 0');
+  if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new RangeError('rate limit: maxKeys must be a whole number ≥ 1');
+  const interval = windowMs / limit; // ms per token
+  const tats = new Map<string, number>();
+
+  function sweep(t: number, room: number): void {
+    for (const [key, tat] of tats) {
+      if (tat > t && tats.size <= room) break;
+      tats.delete(key);
+    }
+  }
+
+  return {
+    hit(key, cost = 1) {
+      const t = now();
+      const tokens = Math.min(Math.max(1, Math.ceil(cost)), limit);
+      const held = tats.get(key);
+      const from = held !== undefined && held > t ? held : t;
+      const next = from + tokens * interval;
+      if (next - t > windowMs + 1e-6) {
+        const wait = next - windowMs - t;
+        return {
+          allowed: false,
+          remaining: Math.max(0, Math.floor((windowMs - (from - t)) / interval + 1e-9)),
+          retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)),
+        };
+      }
+      if (held !== undefined) tats.delete(key);
+      else sweep(t, maxKeys - 1);
+      tats.set(key, next);
+      return { allowed: true, remaining: Math.max(0, Math.floor((windowMs - (next - t)) / interval + 1e-9)), retryAfterSeconds: 0 };
+    },
+    get size() {
+      return tats.size;
+    },
+  };
+}
+
+/**
+ * Keys seen within the last `ttlMs` (refreshed when seen again), at most
+ * `maxKeys` of them (the least recently seen are forgotten first). O(1) per
+ * call; expired keys are swept from the front of the Map.
+ */
+export interface RecentKeys {
+  has(key: string): boolean;
+  add(key: string): void;
+  readonly size: number;
+}
+
+export function createRecentKeys(opts: { ttlMs: number; maxKeys?: number; now?: () => number }): RecentKeys {
+  const maxKeys = opts.maxKeys ?? 100_000;
+  const now = opts.now ?? monotonic;
+  const until = new Map<string, number>();
+  return {
+    has(key) {
+      const u = until.get(key);
+      return u !== undefined && u > now();
+    },
+    add(key) {
+      const t = now();
+      until.delete(key);
+      for (const [k, u] of until) {
+        if (u > t && until.size < maxKeys) break;
+        until.delete(k);
+      }
+      until.set(key, t + opts.ttlMs);
+    },
+    get size() {
+      return until.size;
     },
   };
 }

@@ -1,6 +1,14 @@
 // Routes outside the contract: the published contract, the API reference
 // (Swagger UI from the npm registry, no CDN), the webhook receiver guide,
 // Prometheus metrics and the dashboard.
+//
+// The documentation pages carry a Content-Security-Policy (scripts, styles,
+// images and requests only from this origin; the one inline style of each
+// page allowed by its hash; no framing), `X-Frame-Options: DENY` and
+// `X-Content-Type-Options: nosniff`. Asset names are looked up in a Map, so
+// `constructor` or `__proto__` are unknown names (a JSON 404) like any other.
+// /metrics requires `Authorization: Bearer <METRICS_TOKEN>` when that is set.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -8,17 +16,21 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { contractJson, contractYaml } from './contract.ts';
+import { platformError } from './errors.ts';
 import { webhookDocsHtml } from '../webhooks/docs-page.ts';
 import { dashboardRoutes } from '../dashboard/routes.ts';
 
 const require = createRequire(import.meta.url);
 const SWAGGER_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
-const SWAGGER_FILES: Record<string, string> = {
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-  'swagger-ui-standalone-preset.js': 'text/javascript; charset=utf-8',
-  'favicon-32x32.png': 'image/png',
-};
+const SWAGGER_FILES = new Map<string, string>([
+  ['swagger-ui.css', 'text/css; charset=utf-8'],
+  ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+  ['swagger-ui-standalone-preset.js', 'text/javascript; charset=utf-8'],
+  ['favicon-32x32.png', 'image/png'],
+]);
+
+const DOCS_STYLE =
+  'body { margin: 0; } .topbar { display: none; } .swagger-ui .renderedMarkdown table, .swagger-ui .markdown table { display: block; max-width: 100%; overflow-x: auto; }';
 
 const DOCS_HTML = `<!doctype html>
 <html lang="en">
@@ -28,7 +40,7 @@ const DOCS_HTML = `<!doctype html>
   <title>Trackway API reference</title>
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
   <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
-  <style>body { margin: 0; } .topbar { display: none; } .swagger-ui .renderedMarkdown table, .swagger-ui .markdown table { display: block; max-width: 100%; overflow-x: auto; }</style>
+  <style>${DOCS_STYLE}</style>
 </head>
 <body>
   <div id="swagger-ui"></div>
@@ -46,8 +58,45 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({
   presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
   layout: 'BaseLayout',
   defaultModelsExpandDepth: 0,
+  validatorUrl: null,
 });
 `;
+
+/** The policy of a documentation page whose inline <style> elements hold exactly `styles`. */
+export function docsCsp(styles: string[]): string {
+  const hashes = styles.map((css) => `'sha256-${createHash('sha256').update(css, 'utf8').digest('base64')}'`);
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    ["style-src 'self'", ...hashes].join(' '),
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** The text of every inline <style> element of a page. */
+function inlineStyles(html: string): string[] {
+  return [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]!);
+}
+
+/** `X-Content-Type-Options`, and for pages the policy and no framing. */
+function hardened(ctx: Koa.Context, csp?: string): void {
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  if (csp === undefined) return;
+  ctx.set('Content-Security-Policy', csp);
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.set('Referrer-Policy', 'same-origin');
+}
+
+/** Whether the Authorization header is `Bearer <token>` (compared in constant time, whatever the lengths). */
+function bearerMatches(header: string, token: string): boolean {
+  const digest = (v: string) => createHash('sha256').update(v, 'utf8').digest();
+  return timingSafeEqual(digest(header), digest(`Bearer ${token}`));
+}
 
 const assetCache = new Map<string, Buffer>();
 function asset(file: string): Buffer {
@@ -68,18 +117,43 @@ function send(ctx: Koa.Context, type: string, body: string | Buffer, cache = 'no
 
 export function siteRouter(deps: Deps): Router {
   const router = new Router();
-  router.get('/openapi.json', (ctx) => send(ctx, 'application/json; charset=utf-8', contractJson()));
-  router.get('/openapi.yaml', (ctx) => send(ctx, 'application/yaml; charset=utf-8', contractYaml()));
-  router.get('/docs', (ctx) => send(ctx, 'text/html; charset=utf-8', DOCS_HTML));
-  const webhookDocs = webhookDocsHtml(deps.config);
-  router.get('/docs/webhooks', (ctx) => send(ctx, 'text/html; charset=utf-8', webhookDocs));
-  router.get('/docs/init.js', (ctx) => send(ctx, 'text/javascript; charset=utf-8', DOCS_INIT));
-  router.get('/docs/assets/:file', (ctx) => {
-    const type = SWAGGER_FILES[ctx.params.file ?? ''];
-    if (!type) return; // falls through to a JSON 404
-    send(ctx, type, asset(ctx.params.file!), 'public, max-age=86400');
+  router.get('/openapi.json', (ctx) => {
+    hardened(ctx);
+    send(ctx, 'application/json; charset=utf-8', contractJson());
   });
+  router.get('/openapi.yaml', (ctx) => {
+    hardened(ctx);
+    send(ctx, 'application/yaml; charset=utf-8', contractYaml());
+  });
+  const docsPolicy = docsCsp(inlineStyles(DOCS_HTML));
+  router.get('/docs', (ctx) => {
+    hardened(ctx, docsPolicy);
+    send(ctx, 'text/html; charset=utf-8', DOCS_HTML);
+  });
+  const webhookDocs = webhookDocsHtml(deps.config);
+  const webhookDocsPolicy = docsCsp(inlineStyles(webhookDocs));
+  router.get('/docs/webhooks', (ctx) => {
+    hardened(ctx, webhookDocsPolicy);
+    send(ctx, 'text/html; charset=utf-8', webhookDocs);
+  });
+  router.get('/docs/init.js', (ctx) => {
+    hardened(ctx, docsPolicy);
+    send(ctx, 'text/javascript; charset=utf-8', DOCS_INIT);
+  });
+  router.get('/docs/assets/:file', (ctx) => {
+    const name = ctx.params.file ?? '';
+    const type = SWAGGER_FILES.get(name);
+    if (!type) return; // falls through to a JSON 404
+    hardened(ctx);
+    send(ctx, type, asset(name), 'public, max-age=86400');
+  });
+  const { metricsToken } = deps.config;
   router.get('/metrics', async (ctx) => {
+    if (metricsToken !== undefined && !bearerMatches(ctx.get('authorization'), metricsToken)) {
+      const err = platformError(401, 4010, 'The metrics need Authorization: Bearer <METRICS_TOKEN>');
+      err.headers['WWW-Authenticate'] = 'Bearer realm="metrics"';
+      throw err;
+    }
     send(ctx, deps.metrics.registry.contentType, await deps.metrics.registry.metrics());
   });
   dashboardRoutes(router, deps);

@@ -1,11 +1,23 @@
 // Platform accounts: created by the CLI (`trackway platform create`) or the
-// bootstrap variables; they log in to the platform API.
+// bootstrap variables; they log in to the platform API. The CLI sets their
+// passwords (`trackway platform set-password`), which revokes their tokens.
+import type { Config } from '../config.ts';
 import type { Deps } from '../deps.ts';
+import { forgetEmail } from './login-failures.repository.ts';
 import { emailKey, validPlatformName } from './normalise.ts';
 import { hashPassword } from './passwords.ts';
-import { findByEmailKey, insertUser } from './users.repository.ts';
+import { changePassword, findByEmailKey, insertUser } from './users.repository.ts';
 
 export class AccountError extends Error {}
+
+/** What account changes need: the database and (optionally) the configured password-hash cost. */
+type AccountDeps = Pick<Deps, 'db'> & { config?: Pick<Config, 'passwordHashCost'> };
+
+function checkPassword(password: string): void {
+  if (password.length < 8 || password.length > 1024) {
+    throw new AccountError('the password must be 8 to 1024 characters');
+  }
+}
 
 export interface PlatformAccountInput {
   platform: string;
@@ -23,14 +35,12 @@ function check(input: PlatformAccountInput): void {
   if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.email.trim()) || input.email.length > 254) {
     throw new AccountError(`"${input.email}" is not an email address`);
   }
-  if (input.password.length < 8 || input.password.length > 1024) {
-    throw new AccountError('the password must be 8 to 1024 characters');
-  }
+  checkPassword(input.password);
 }
 
 /** Creates the platform account unless an account with that email exists. */
 export async function ensurePlatformAccount(
-  deps: Pick<Deps, 'db'>,
+  deps: AccountDeps,
   input: PlatformAccountInput,
 ): Promise<{ created: boolean; userId: number }> {
   check(input);
@@ -47,9 +57,30 @@ export async function ensurePlatformAccount(
     emailKey: key,
     name: input.name,
     phone: '',
-    passwordHash: await hashPassword(input.password),
+    passwordHash: await hashPassword(input.password, deps.config?.passwordHashCost),
     platformName: input.platform,
   });
   if (!user) return ensurePlatformAccount(deps, input); // created concurrently
   return { created: true, userId: user.id };
+}
+
+/**
+ * Sets the password of the platform account with this email: every bearer
+ * token issued before stops working (the session version moves on), and the
+ * account's failed-login counters start over.
+ */
+export async function setPlatformPassword(
+  deps: AccountDeps,
+  input: { email: string; password: string },
+): Promise<{ userId: number; platform: string }> {
+  checkPassword(input.password);
+  const key = emailKey(input.email);
+  const user = await findByEmailKey(deps.db, key);
+  if (!user || user.platform_name === null) throw new AccountError(`no platform account has the email ${input.email}`);
+  const hash = await hashPassword(input.password, deps.config?.passwordHashCost);
+  if ((await changePassword(deps.db, user.id, hash)) === undefined) {
+    throw new AccountError(`no platform account has the email ${input.email}`);
+  }
+  await forgetEmail(deps.db, key);
+  return { userId: user.id, platform: user.platform_name };
 }

@@ -1,5 +1,6 @@
 // The bearerAuth security handler: a valid token of an active platform
-// account, issued for the platform named in the path (when the path names one).
+// account, issued for the platform named in the path (when the path names
+// one), and not revoked by a password change since (session version).
 import type { Deps } from '../deps.ts';
 import { isUnavailable, platformError, unavailableError } from '../http/errors.ts';
 import type { Principal } from '../http/types.ts';
@@ -26,7 +27,7 @@ export async function authenticate(deps: Deps, header: string, platformInPath: s
   // must read as 503 + Retry-After, not as a bad token
   const user = await deps.db
     .selectFrom('users')
-    .select(['id', 'platform_name', 'is_active'])
+    .select(['id', 'platform_name', 'is_active', 'session_version'])
     .where('id', '=', claims.userId)
     .executeTakeFirst()
     .catch((err: unknown) => {
@@ -34,6 +35,9 @@ export async function authenticate(deps: Deps, header: string, platformInPath: s
     });
   if (!user || !user.is_active || user.platform_name !== claims.platform) {
     throw unauthorized('The bearer token is invalid or expired');
+  }
+  if (claims.sessionVersion !== user.session_version) {
+    throw unauthorized('The bearer token was revoked by a password change; log in again');
   }
   return { userId: user.id, platform: claims.platform };
 }

@@ -168,11 +168,24 @@ export async function updateIntegration(
   return (await withHealth(deps, orgId, [row]))[0]!;
 }
 
-/** The stored fields of `row` with the changes of a PATCH applied; left-out fields (and the credential) are kept. */
+/** scheme, host and port of a URL (the default port of the scheme made explicit) */
+function originOf(url: string): string {
+  return new URL(url).origin;
+}
+
+/**
+ * The stored fields of `row` with the changes of a PATCH applied; left-out
+ * fields (and the credential) are kept, except that a new endpoint on another
+ * origin (scheme, host, port) drops the stored authToken unless the same
+ * request sends one: the credential was given for the old origin, and whoever
+ * may edit the integration must not be able to have it sent elsewhere (issue
+ * 12: PATCH the endpoint to a server you control, then "send test").
+ */
 function patchedFields(cipher: Cipher, row: IntegrationRow, patch: Schemas['PatchIntegrationRequest']): IntegrationFields {
   const data = patch.data ?? {};
   if (data.endpoint !== undefined) checkEndpoint(data.endpoint);
-  const token = data.authToken;
+  const movesOrigin = data.endpoint !== undefined && originOf(data.endpoint) !== originOf(row.endpoint);
+  const token = data.authToken === undefined && movesOrigin ? null : data.authToken;
   return {
     type: row.type,
     active: patch.active ?? row.active,

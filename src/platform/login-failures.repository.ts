@@ -1,5 +1,7 @@
-// login_failures: fixed-window counters of failed logins, one row per key
-// (`email:<normalised email>`, `ip:<address>`). Kysely only.
+// login_failures: fixed-window counters of failed logins, one row per key:
+// `ip:<client address>` (every email from that address) and
+// `email-ip:<normalised email>|<client address>` (one email from one
+// address). Kysely only.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 
@@ -10,28 +12,33 @@ export interface Counter {
   retryAfter: number;
 }
 
+export const addressKey = (address: string) => `ip:${address}`;
+export const emailAddressKey = (email: string, address: string) => `email-ip:${email}|${address}`;
+
 /**
- * Counts one attempt against each key and returns the new counts. A window
- * starts with the first counted attempt and lasts `windowMs`; an attempt
- * after it starts a new window. Atomic per key, so concurrent attempts are
- * all counted.
+ * Counts one attempt against each key (each with its own window length) and
+ * returns the new counts. A window starts with the first counted attempt and
+ * lasts `windowMs`; an attempt after it starts a new window. Atomic per key,
+ * so concurrent attempts are all counted.
  */
-export async function countAttempt(db: Database, keys: string[], windowMs: number): Promise<Counter[]> {
-  if (keys.length === 0) return [];
-  const window = sql`make_interval(secs => ${windowMs / 1000})`;
+export async function countAttempt(db: Database, attempts: { key: string; windowMs: number }[]): Promise<Counter[]> {
+  if (attempts.length === 0) return [];
+  const keys = attempts.map((a) => a.key);
+  const seconds = attempts.map((a) => a.windowMs / 1000);
   const { rows } = await sql<{ key: string; failures: number; retry_after: number }>`
+    WITH a AS (SELECT k, make_interval(secs => s) AS w FROM unnest(${keys}::text[], ${seconds}::float8[]) AS x (k, s))
     INSERT INTO login_failures AS f (key, window_start, failures)
-    SELECT k, now(), 1 FROM unnest(${keys}::text[]) AS k
+    SELECT k, now(), 1 FROM a
     ON CONFLICT (key) DO UPDATE SET
-      failures = CASE WHEN f.window_start + ${window} <= now() THEN 1 ELSE f.failures + 1 END,
-      window_start = CASE WHEN f.window_start + ${window} <= now() THEN now() ELSE f.window_start END
+      failures = CASE WHEN f.window_start + (SELECT w FROM a WHERE a.k = f.key) <= now() THEN 1 ELSE f.failures + 1 END,
+      window_start = CASE WHEN f.window_start + (SELECT w FROM a WHERE a.k = f.key) <= now() THEN now() ELSE f.window_start END
     RETURNING key, failures,
-      greatest(1, ceil(extract(epoch FROM (window_start + ${window} - now()))))::integer AS retry_after
+      greatest(1, ceil(extract(epoch FROM (window_start + (SELECT w FROM a WHERE a.k = f.key) - now()))))::integer AS retry_after
   `.execute(db);
   return rows.map((r) => ({ key: r.key, failures: r.failures, retryAfter: r.retry_after }));
 }
 
-/** A successful login: its attempt is not counted, and the email's counter starts over. */
+/** A successful login: its attempt is not counted, and the email's counter for that address starts over. */
 export async function forgiveAttempt(db: Database, resetKey: string, decrementKeys: string[]): Promise<void> {
   await db.deleteFrom('login_failures').where('key', '=', resetKey).execute();
   if (decrementKeys.length === 0) return;
@@ -39,6 +46,14 @@ export async function forgiveAttempt(db: Database, resetKey: string, decrementKe
     .updateTable('login_failures')
     .set({ failures: sql<number>`greatest(failures - 1, 0)` })
     .where('key', 'in', decrementKeys)
+    .execute();
+}
+
+/** A new password (set by the operator): the email's counters from every address start over. */
+export async function forgetEmail(db: Database, email: string): Promise<void> {
+  await db
+    .deleteFrom('login_failures')
+    .where(sql<boolean>`starts_with(key, ${emailAddressKey(email, '')})`)
     .execute();
 }
 

@@ -13,6 +13,7 @@ const micro = (column: 'organisations.created_at' | 'organisations.modified_at')
 const ORGANISATION_COLUMNS = [
   'organisations.id',
   'organisations.token',
+  'organisations.token_enc',
   'organisations.name',
   'organisations.domain',
   'organisations.currency',
@@ -32,7 +33,9 @@ const ORGANISATION_COLUMNS = [
 
 export interface OrganisationRow {
   id: number;
-  token: string;
+  /** in clear only in rows not yet sealed (see organisationToken) */
+  token: string | null;
+  token_enc: string | null;
   name: string;
   domain: string;
   currency: string;
@@ -53,7 +56,8 @@ export interface OrganisationRow {
 }
 
 export interface NewOrganisation {
-  token: string;
+  /** the token sealed with the secret key */
+  tokenEnc: string;
   tokenHash: Buffer;
   domain: string;
   domainKey: string;
@@ -68,7 +72,8 @@ export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation
   return tx
     .insertInto('organisations')
     .values({
-      token: o.token,
+      token: null,
+      token_enc: o.tokenEnc,
       token_hash: o.tokenHash,
       domain: o.domain,
       domain_key: o.domainKey,
@@ -136,4 +141,31 @@ export function findOrganisationByTokenHash(db: Db, tokenHash: Buffer) {
     .select(['id', 'token_hash', 'is_active'])
     .where('token_hash', '=', tokenHash)
     .executeTakeFirst();
+}
+
+/** The organisation of a normalised domain (domainKey), with its token columns. */
+export function findOrganisationByDomainKey(db: Db, key: string) {
+  return db.selectFrom('organisations').select(['id', 'token', 'token_enc']).where('domain_key', '=', key).executeTakeFirst();
+}
+
+/** Organisations whose token is still in clear (written before tokens were sealed), a batch at a time. */
+export function organisationsWithClearToken(db: Db, limit: number) {
+  return db
+    .selectFrom('organisations')
+    .select(['id', 'token'])
+    .where('token', 'is not', null)
+    .orderBy('id')
+    .limit(limit)
+    .execute() as Promise<{ id: number; token: string }[]>;
+}
+
+/** Stores each sealed token and clears the token in clear (only where it is still there). */
+export async function sealOrganisationTokens(db: Db, rows: { id: number; tokenEnc: string }[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const { numAffectedRows } = await sql`
+    UPDATE organisations AS o SET token_enc = v.enc, token = NULL
+    FROM unnest(${rows.map((r) => r.id)}::bigint[], ${rows.map((r) => r.tokenEnc)}::text[]) AS v (id, enc)
+    WHERE o.id = v.id AND o.token IS NOT NULL
+  `.execute(db);
+  return Number(numAffectedRows ?? 0);
 }

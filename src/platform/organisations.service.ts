@@ -5,14 +5,17 @@ import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../htt
 import type { Principal, Schemas } from '../http/types.ts';
 import { forbidden, requireOrganisation } from './access.ts';
 import { changeSettings, rotateSecret, trustSettings } from './organisation-settings.service.ts';
-import { findMemberOrganisation, listMemberOrganisations, type OrganisationRow } from './organisations.repository.ts';
+import { findMemberOrganisation, findOrganisationByDomainKey, listMemberOrganisations, type OrganisationRow } from './organisations.repository.ts';
+import { domainKey } from './normalise.ts';
+import { organisationToken } from './registration.service.ts';
 import { organisationView } from './users.service.ts';
 
 type OrganisationDetail = Schemas['OrganisationDetail'];
 type ReadDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
 
+/** The organisation as read by its platform account: the token decrypted (it is stored sealed) and its trust settings. */
 export async function organisationDetailView(deps: ReadDeps, o: OrganisationRow): Promise<OrganisationDetail> {
-  return { ...organisationView(o), organisation_name: o.organisation_name, ...(await trustSettings(deps, o)) };
+  return { ...organisationView(o, organisationToken(deps.cipher, o)), organisation_name: o.organisation_name, ...(await trustSettings(deps, o)) };
 }
 
 export async function getOrganisation(deps: ReadDeps, principal: Principal, rawOrgId: unknown): Promise<OrganisationDetail> {
@@ -57,4 +60,14 @@ export function updateOrganisationSettings(
 
 export function rotateIdentitySecret(deps: ReadDeps, principal: Principal, orgId: number): Promise<OrganisationDetail> {
   return rotateSecret(deps, principal, orgId, () => getOrganisation(deps, principal, orgId));
+}
+
+/** For the operator (`trackway organisation token`): the organisation of a domain and its token in clear. */
+export async function readOrganisationToken(
+  deps: Pick<Deps, 'db' | 'cipher'>,
+  domain: string,
+): Promise<{ id: number; token: string } | undefined> {
+  const key = domainKey(domain);
+  const row = key ? await findOrganisationByDomainKey(deps.db, key) : undefined;
+  return row && { id: row.id, token: organisationToken(deps.cipher, row) };
 }

@@ -9,6 +9,7 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { domainKey, emailKey } from './normalise.ts';
 import { insertMembers, insertOrganisation, type OrganisationRow } from './organisations.repository.ts';
+import type { Cipher } from './secrets.ts';
 import { insertUser } from './users.repository.ts';
 
 /** The email is already registered (case-insensitively). */
@@ -67,6 +68,15 @@ export function organisationTokenHash(token: string): Buffer {
   return createHash('sha256').update(token, 'utf8').digest();
 }
 
+/**
+ * An organisation's token in clear: decrypted from `token_enc`, or (a row
+ * written by an older version, not yet sealed at start) the clear `token`.
+ */
+export function organisationToken(cipher: Cipher, row: { token: string | null; token_enc: string | null }): string {
+  if (row.token_enc !== null) return cipher.decrypt(row.token_enc);
+  return row.token ?? '';
+}
+
 /** Our unique indexes, by constraint name. */
 function uniqueViolation(err: unknown): Error | undefined {
   const e = err as { code?: string; constraint?: string } | undefined;
@@ -85,7 +95,9 @@ function uniqueViolation(err: unknown): Error | undefined {
 export async function createUserWithOrganisation(
   tx: Transaction<DB>,
   input: NewUserWithOrganisation,
-): Promise<{ user: CreatedUser; organisation: OrganisationRow }> {
+  /** seals the new organisation's token (it is stored encrypted only) */
+  cipher: Cipher,
+): Promise<{ user: CreatedUser; organisation: OrganisationRow; token: string }> {
   const email = input.email.trim();
   const domain = input.domain.trim();
   const orgKey = domainKey(domain);
@@ -102,7 +114,7 @@ export async function createUserWithOrganisation(
     if (!user) throw new EmailTaken();
     const token = newOrganisationToken();
     const organisation = await insertOrganisation(tx, {
-      token,
+      tokenEnc: cipher.encrypt(token),
       tokenHash: organisationTokenHash(token),
       domain,
       domainKey: orgKey,
@@ -116,7 +128,7 @@ export async function createUserWithOrganisation(
       members.push({ userId: input.platformUserId, role: 'platform' });
     }
     await insertMembers(tx, organisation.id, members);
-    return { user, organisation };
+    return { user, organisation, token };
   } catch (err) {
     throw uniqueViolation(err) ?? err;
   }

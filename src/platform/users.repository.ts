@@ -1,6 +1,6 @@
 // users: platform accounts, client users and analytics-host registrations share
 // one table and one email space (email_key is the normalised email).
-import type { Transaction } from 'kysely';
+import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
 
@@ -20,7 +20,7 @@ export const USER_COLUMNS = [
 export function findByEmailKey(db: Db, emailKey: string) {
   return db
     .selectFrom('users')
-    .select([...USER_COLUMNS, 'password_hash', 'platform_name'])
+    .select([...USER_COLUMNS, 'password_hash', 'platform_name', 'session_version'])
     .where('email_key', '=', emailKey)
     .executeTakeFirst();
 }
@@ -49,4 +49,33 @@ export async function insertUser(db: Db, u: NewUser) {
     .onConflict((oc) => oc.column('email_key').doNothing())
     .returning(USER_COLUMNS)
     .executeTakeFirst();
+}
+
+/**
+ * A new password: stores its hash and increments the session version, which
+ * revokes every bearer token issued before. Returns the new version.
+ */
+export async function changePassword(db: Db, userId: number, passwordHash: string): Promise<number | undefined> {
+  const row = await db
+    .updateTable('users')
+    .set({ password_hash: passwordHash, session_version: sql<number>`session_version + 1`, modified_at: sql<Date>`now()` })
+    .where('id', '=', userId)
+    .returning('session_version')
+    .executeTakeFirst();
+  return row?.session_version;
+}
+
+/**
+ * The same password hashed again with the current cost (a rehash at login):
+ * only if the stored hash is still `previous` (a concurrent password change
+ * wins), and without touching the session version.
+ */
+export async function upgradePasswordHash(db: Db, userId: number, previous: string, passwordHash: string): Promise<boolean> {
+  const r = await db
+    .updateTable('users')
+    .set({ password_hash: passwordHash })
+    .where('id', '=', userId)
+    .where('password_hash', '=', previous)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
 }

@@ -1,14 +1,15 @@
 // Platform login (interface 4.1) and client-user registration (4.2).
 import type { Deps } from '../deps.ts';
+import { clientAddressKey } from '../http/client-address.ts';
 import { areaError, platformError } from '../http/errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { countAttempt, deleteExpired, forgiveAttempt } from './login-failures.repository.ts';
+import { addressKey, countAttempt, deleteExpired, emailAddressKey, forgiveAttempt } from './login-failures.repository.ts';
 import { emailKey } from './normalise.ts';
 import type { OrganisationRow } from './organisations.repository.ts';
 import { newSealedIdentitySecret } from './organisation-settings.service.ts';
-import { verifyPassword } from './passwords.ts';
+import { PasswordHashBusy, hashPassword, needsRehash, verifyPassword } from './passwords.ts';
 import { type CreatedUser, DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from './registration.service.ts';
-import { findByEmailKey } from './users.repository.ts';
+import { findByEmailKey, upgradePasswordHash } from './users.repository.ts';
 
 /** A user row as the interface's User (2.1): `username` is the email. */
 export function userView(u: CreatedUser): Schemas['User'] {
@@ -25,11 +26,11 @@ export function userView(u: CreatedUser): Schemas['User'] {
   };
 }
 
-/** The interface's Organisation (2.2): everything but `organisation_name`. */
-export function organisationView(o: OrganisationRow): Schemas['Organisation'] {
+/** The interface's Organisation (2.2): everything but `organisation_name`; `token` is the clear token (organisationToken). */
+export function organisationView(o: OrganisationRow, token: string): Schemas['Organisation'] {
   return {
     id: o.id,
-    token: o.token,
+    token,
     name: o.name,
     domain: o.domain,
     currency: o.currency,
@@ -55,43 +56,76 @@ export interface LoginInput {
   ip: string;
 }
 
+/** Many logins at once wait for a password-hashing slot; beyond the queue: 503, retry shortly. */
+function busy() {
+  return areaError('platform', 'unavailable', 'Too many logins at once; retry shortly', { headers: { 'Retry-After': '1' } });
+}
+
 /**
  * Checks the credentials of a platform account of `platform`. Every failure
  * (unknown email, wrong password, another platform, an account without a
- * password) is the same 401/4011 and costs one scrypt verification. Failed
- * attempts are limited per email and per client IP (config.loginRateLimit).
+ * password) is the same 401/4011 and costs one scrypt verification.
+ *
+ * Lockout without denial of service: failed attempts are counted per (email,
+ * client address) (config.loginRateLimit, 10 per 15 minutes) and per client
+ * address whatever the emails (config.loginAddressRateLimit, 30 per 15
+ * minutes: several people may share an address). Nothing is counted per
+ * email alone, so failures from one address never lock the account's owner
+ * out at another: the right password from another address is always
+ * accepted. An IPv6 address counts by its /64.
+ *
+ * A successful login with a hash weaker than the configured cost re-hashes
+ * the password (without revoking tokens).
  */
 export async function login(
   deps: Pick<Deps, 'db' | 'config' | 'tokens'>,
   input: LoginInput,
 ): Promise<{ bearer_token: string; user: Schemas['User'] }> {
-  const { db } = deps;
-  const limit = deps.config.loginRateLimit;
+  const { db, config } = deps;
   const key = emailKey(input.email);
-  const emailCounter = `email:${key}`;
-  const ipCounter = `ip:${input.ip}`;
+  const address = clientAddressKey(input.ip);
+  const limits = [
+    { key: emailAddressKey(key, address), limit: config.loginRateLimit },
+    { key: addressKey(address), limit: config.loginAddressRateLimit },
+  ].filter((l): l is { key: string; limit: NonNullable<typeof l.limit> } => l.limit !== undefined);
 
   // Count the attempt before checking it, so a burst of parallel guesses is
   // limited too; a success is forgiven below.
-  if (limit) {
-    const counters = await countAttempt(db, [emailCounter, ipCounter], limit.windowMs);
-    const over = counters.filter((c) => c.failures > limit.limit);
+  if (limits.length > 0) {
+    const counters = await countAttempt(db, limits.map((l) => ({ key: l.key, windowMs: l.limit.windowMs })));
+    const over = counters.filter((c) => c.failures > limits.find((l) => l.key === c.key)!.limit.limit);
     if (over.length > 0) {
       const retryAfter = Math.max(...over.map((c) => c.retryAfter));
       throw areaError('platform', 'rate_limited', 'Too many failed login attempts. Try again later.', {
         headers: { 'Retry-After': String(retryAfter) },
       });
     }
-    if (Math.random() < 0.01) await deleteExpired(db, limit.windowMs);
+    if (Math.random() < 0.01) await deleteExpired(db, Math.max(...limits.map((l) => l.limit.windowMs)));
   }
 
+  const cost = config.passwordHashCost;
   const user = await findByEmailKey(db, key);
-  const passwordOk = await verifyPassword(input.password, user?.password_hash);
+  let passwordOk: boolean;
+  try {
+    passwordOk = await verifyPassword(input.password, user?.password_hash, cost);
+  } catch (err) {
+    throw err instanceof PasswordHashBusy ? busy() : err;
+  }
   if (!user || !passwordOk || user.platform_name !== input.platform || !user.is_active) {
     throw invalidCredentials();
   }
-  if (limit) await forgiveAttempt(db, emailCounter, [ipCounter]);
-  const bearer_token = await deps.tokens.sign({ userId: user.id, platform: input.platform });
+  if (limits.length > 0) {
+    // the email's counter for this address starts over; the address's goes down by this attempt
+    await forgiveAttempt(db, emailAddressKey(key, address), config.loginAddressRateLimit ? [addressKey(address)] : []);
+  }
+  if (needsRehash(user.password_hash, cost)) {
+    const stronger = await hashPassword(input.password, cost).catch((err: unknown) => {
+      if (err instanceof PasswordHashBusy) return undefined; // next time
+      throw err;
+    });
+    if (stronger) await upgradePasswordHash(db, user.id, user.password_hash!, stronger);
+  }
+  const bearer_token = await deps.tokens.sign({ userId: user.id, platform: input.platform, sessionVersion: user.session_version });
   return { bearer_token, user: userView(user) };
 }
 
@@ -114,11 +148,11 @@ export async function registerClientUser(
         passwordHash: null,
         platformUserId: principal.userId,
         identitySecretEnc: newSealedIdentitySecret(deps.cipher),
-      }),
+      }, deps.cipher),
     );
     // the tracker may have asked for this id before it existed (a cached "unknown")
     deps.organisations.invalidate(created.organisation.id);
-    return { user: userView(created.user), organisation: organisationView(created.organisation) };
+    return { user: userView(created.user), organisation: organisationView(created.organisation, created.token) };
   } catch (err) {
     if (err instanceof EmailTaken) throw platformError(409, 4009, 'Email Already exists');
     if (err instanceof DomainTaken) throw platformError(409, 40010, 'Organisation Exists. Cannot assign existing Organisations.');

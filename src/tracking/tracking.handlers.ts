@@ -3,7 +3,7 @@
 import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
-import { createTrafficLimits } from '../http/traffic-limits.ts';
+import { createTrafficLimits, requestCost } from '../http/traffic-limits.ts';
 import type { HandlerFor, HandlerMap } from '../http/types.ts';
 import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
 import { verifyIdentify } from '../identity/verification.ts';
@@ -22,6 +22,12 @@ type EventOperation =
   | 'recordProductViewEvent'
   | 'recordCategoryViewEvent';
 
+/** Size of the request body as received (0 for GET). */
+function bodyBytes(ctx: Koa.Context): number {
+  const raw = (ctx.request as { rawBody?: unknown }).rawBody;
+  return typeof raw === 'string' ? raw.length : Number(ctx.get('content-length')) || 0;
+}
+
 interface PathIds {
   org_id: number;
   roaming_id: string;
@@ -30,17 +36,19 @@ interface PathIds {
 }
 
 export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recordViewEventPixel' | 'identifyVisitor'> {
-  // TRACKING_RATE_LIMIT: per client IP first, per organisation once it is known to exist
-  const limits = createTrafficLimits('tracking', deps.config.trackingRateLimit);
+  // tracking limits: per client address first, per organisation once it is known to exist,
+  // each request weighted by its body size (src/http/traffic-limits.ts)
+  const limits = createTrafficLimits('tracking', deps.config.trackingLimits, deps.metrics.trackingRefused);
 
   async function visitorContext(ctx: Koa.Context, ids: PathIds) {
-    limits.ip(ctx.ip);
+    const cost = requestCost(bodyBytes(ctx));
+    limits.ip(ctx.ip, cost);
     // one cached lookup: active, and the trust policy (no database round trip of its own)
     const policy = await deps.organisations.policy(ids.org_id);
     if (!policy?.active) {
       throw trackingError(404, 'unknown_organisation', `Organisation ${ids.org_id} does not exist or is not active`);
     }
-    limits.org(ids.org_id);
+    limits.org(ids.org_id, cost);
     checkOrigin(policy, ctx.get('origin'), ctx.get('referer'));
     const ua = ctx.get('user-agent');
     return {
@@ -74,7 +82,11 @@ export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recor
       const base = await visitorContext(ctx, ids);
       // identity verification: refused (403) before anything is stored
       const claim = verifyIdentify(base.policy, payload);
+      // a new identity spends the address's identify budget; repeating one is free
+      const identity = `${ids.org_id}\u0000${ids.core_id}\u0000${ids.payload}`;
+      limits.identify(ctx.ip, identity);
       await deps.ingest.submit({ ...base, kind: 'identify', claim });
+      limits.identified(identity);
       return { status: 200, body: { core_id: ids.core_id } };
     },
     recordViewEvent: event('view'),

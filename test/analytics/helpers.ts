@@ -26,13 +26,14 @@ export function register(srv: TestServer, body: unknown, opts: RegisterOptions =
   return srv.api.post(`/api/v1/register${query}`, body, { headers: { 'x-forwarded-for': opts.ip ?? uniqueIp() } });
 }
 
-/** The stored organisation of a domain (its token is not returned by registration). */
-export function organisationOf(srv: TestServer, domain: string) {
-  return srv.database.handle.db
+/** The stored organisation of a domain (its token is not returned by registration), with its token decrypted. */
+export async function organisationOf(srv: TestServer, domain: string) {
+  const row = await srv.database.handle.db
     .selectFrom('organisations')
     .selectAll()
     .where('domain', '=', domain)
     .executeTakeFirst();
+  return row && { ...row, token: row.token_enc ? srv.deps.cipher.decrypt(row.token_enc) : row.token };
 }
 
 export function learn(srv: TestServer, body: unknown) {

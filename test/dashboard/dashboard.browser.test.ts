@@ -302,7 +302,7 @@ describe('dashboard in Chromium', function () {
     });
 
     it('returns to sign-in with a message when the token has expired, and signs out', async () => {
-      const expired = await new Tokens(await loadJwtSecret(srv.config.jwtSecret, srv.deps.db), -60).sign({
+      const expired = await new Tokens(await loadJwtSecret(srv.config.jwtSecret, srv.deps.db, srv.deps.cipher), -60).sign({
         userId: account.userId,
         platform: account.platform,
       });

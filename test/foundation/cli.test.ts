@@ -82,6 +82,7 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     const help = await cli('--help');
     expect(help.code).to.equal(0);
     expect(help.out).to.include('platform create --platform NAME');
+    expect(help.out).to.include('platform set-password --email EMAIL --password PASSWORD');
     const bad = await cli('fly');
     expect(bad.code).to.equal(2);
     expect(bad.err).to.match(/^trackway: unknown command "fly"/);
@@ -113,6 +114,68 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(pgPid); // not restarted, not stopped
     expect(await login('first@acme.example')).to.equal(200);
     expect(await login('second@acme.example')).to.equal(200);
+  });
+
+  it('sets a password while serve runs (platform set-password): earlier tokens stop working, the new password logs in; usage errors exit 2', async () => {
+    const made = await cli('platform', 'create', '--platform', 'acme', '--email', 'third@acme.example', '--password', 'correct horse battery');
+    expect(made.code, made.err).to.equal(0);
+    const before = await fetch(`http://127.0.0.1:${port}/v1/rest/acme/users/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'third@acme.example', password: 'correct horse battery' }),
+    });
+    const token = ((await before.json()) as { bearer_token: string }).bearer_token;
+    const read = () => fetch(`http://127.0.0.1:${port}/v1/rest/acme/organisations`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await read()).status).to.equal(200);
+
+    const r = await cli('platform', 'set-password', '--email', 'third@acme.example', '--password', 'a new passphrase 2026');
+    expect(r.code, r.err).to.equal(0);
+    expect(r.out).to.match(/^set the password of platform account third@acme\.example on platform "acme" \(user id \d+\); its bearer tokens issued before now no longer work\n$/);
+    expect((await read()).status).to.equal(401);
+    const login = (password: string) =>
+      fetch(`http://127.0.0.1:${port}/v1/rest/acme/users/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'third@acme.example', password }),
+      }).then((x) => x.status);
+    expect(await login('correct horse battery')).to.equal(401);
+    expect(await login('a new passphrase 2026')).to.equal(200);
+
+    for (const args of [['platform', 'set-password', '--email', 'third@acme.example'], ['platform', 'set-password', '--password', 'x'.repeat(12)], ['platform', 'set-password', '--email', 'a@b.co', '--password', 'p'.repeat(9), '--name', 'x']]) {
+      const bad = await cli(...args);
+      expect(bad.code, args.join(' ')).to.equal(2);
+      expect(bad.err).to.match(/^trackway: /);
+    }
+    const unknown = await cli('platform', 'set-password', '--email', 'nobody@acme.example', '--password', 'long enough 123');
+    expect(unknown.code).to.equal(2);
+    expect(unknown.err.trim()).to.equal('trackway: no platform account has the email nobody@acme.example');
+    const short = await cli('platform', 'set-password', '--email', 'third@acme.example', '--password', 'short');
+    expect(short.code).to.equal(2);
+    expect(await login('a new passphrase 2026')).to.equal(200); // unchanged
+  });
+
+  it('prints an organisation token (stored encrypted) with organisation token --domain', async () => {
+    const tokenOf = async (email: string) => {
+      const r = await fetch(`http://127.0.0.1:${port}/v1/rest/acme/users/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: 'correct horse battery' }),
+      });
+      return ((await r.json()) as { bearer_token: string }).bearer_token;
+    };
+    const reg = await fetch(`http://127.0.0.1:${port}/v1/rest/acme/users/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${await tokenOf('first@acme.example')}` },
+      body: JSON.stringify({ email: 'owner@cli-shop.example', domain: 'cli-shop.example' }),
+    });
+    expect(reg.status).to.equal(201);
+    const org = ((await reg.json()) as { organisation: { token: string } }).organisation;
+    const r = await cli('organisation', 'token', '--domain', 'https://www.CLI-shop.example/');
+    expect(r.code, r.err).to.equal(0);
+    expect(r.out).to.equal(`${org.token}\n`);
+    const none = await cli('organisation', 'token', '--domain', 'no-such-shop.example');
+    expect(none.code).to.equal(2);
+    expect((await cli('organisation', 'token')).code).to.equal(2);
   });
 
   it('comes back after kill -9 with the data intact', async () => {

@@ -9,8 +9,16 @@ describe('config', () => {
     expect(c.publicUrl).to.equal('http://localhost:8080');
     expect(c.jwtTtlSeconds).to.equal(86_400);
     expect(c.webhookRetrySchedule).to.deep.equal([5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
-    expect(c.trackingRateLimit).to.equal(undefined);
+    // issue 12: tracking limits are on by default (README "Security" sizes them)
+    expect(c.trackingLimits).to.deep.equal({
+      ip: { limit: 6000, windowMs: 60_000 },
+      org: { limit: 60_000, windowMs: 60_000 },
+      identify: { limit: 60, windowMs: 60_000 },
+    });
     expect(c.loginRateLimit).to.deep.equal({ limit: 10, windowMs: 900_000 });
+    expect(c.loginAddressRateLimit).to.deep.equal({ limit: 30, windowMs: 900_000 });
+    expect(c.passwordHashCost).to.equal(17);
+    expect(c.metricsToken).to.equal(undefined);
   });
 
   const bad: [Record<string, string>, RegExp][] = [
@@ -27,6 +35,9 @@ describe('config', () => {
     [{ WEBHOOK_RETRY_SCHEDULE: '5s,soon' }, /^WEBHOOK_RETRY_SCHEDULE: "soon" is not a duration/],
     [{ TRACKING_RATE_LIMIT: 'lots' }, /^TRACKING_RATE_LIMIT: "lots" is not a rate limit/],
     [{ TRACKWAY_BOOTSTRAP_PLATFORM: 'acme' }, /must be set together$/],
+    [{ TRACKING_IDENTIFY_RATE_LIMIT: '5' }, /^TRACKING_IDENTIFY_RATE_LIMIT: "5" is not a rate limit/],
+    [{ PASSWORD_HASH_COST: '12' }, /^PASSWORD_HASH_COST: 12 is outside 14..20$/],
+    [{ METRICS_TOKEN: 'short' }, /^METRICS_TOKEN: must be at least 16/],
   ];
   for (const [env, message] of bad) {
     it(`refuses ${JSON.stringify(env)} with a one-line reason`, () => {
@@ -43,7 +54,25 @@ describe('config', () => {
     expect(parseDuration('X', '250ms')).to.equal(250);
     expect(parseDuration('X', '2h')).to.equal(7_200_000);
     expect(parseDuration('X', '3')).to.equal(3000);
-    expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s' }).trackingRateLimit).to.deep.equal({ limit: 100, windowMs: 1000 });
+    // TRACKING_RATE_LIMIT sets the per-address and per-organisation limits together (as before issue 12)
+    expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s' }).trackingLimits).to.deep.include({ ip: { limit: 100, windowMs: 1000 }, org: { limit: 100, windowMs: 1000 } });
     expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginRateLimit).to.equal(undefined);
+    expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginAddressRateLimit).to.equal(undefined);
+  });
+
+  it('lets every tracking limit be overridden or turned off, one by one or all at once', () => {
+    expect(loadConfig({ TRACKING_RATE_LIMIT: 'off' }).trackingLimits).to.deep.equal({ ip: undefined, org: undefined, identify: undefined });
+    expect(loadConfig({ TRACKING_RATE_LIMIT: 'off', TRACKING_IDENTIFY_RATE_LIMIT: '5/1m' }).trackingLimits).to.deep.equal({
+      ip: undefined,
+      org: undefined,
+      identify: { limit: 5, windowMs: 60_000 },
+    });
+    expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s', TRACKING_ORG_RATE_LIMIT: 'off' }).trackingLimits).to.deep.equal({
+      ip: { limit: 100, windowMs: 1000 },
+      org: undefined,
+      identify: { limit: 60, windowMs: 60_000 },
+    });
+    expect(loadConfig({ TRACKING_IP_RATE_LIMIT: '10/1s' }).trackingLimits.ip).to.deep.equal({ limit: 10, windowMs: 1000 });
+    expect(loadConfig({ LOGIN_ADDRESS_RATE_LIMIT: '3/1m' }).loginAddressRateLimit).to.deep.equal({ limit: 3, windowMs: 60_000 });
   });
 });

@@ -1,6 +1,7 @@
 // /docs (Swagger UI from the npm package, no CDN) renders the contract in
 // Chromium at desktop and phone widths; screenshots go to
-// test-artifacts/screenshots/.
+// test-artifacts/screenshots/. Since issue 12 the pages carry a
+// Content-Security-Policy: Swagger UI works under it with no violation.
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, screenshot } from '../support/browser.ts';
@@ -69,4 +70,40 @@ describe('API reference (/docs) in Chromium', function () {
       }
     });
   }
+  it('works under its Content-Security-Policy with no violation (/docs, an opened operation, /docs/webhooks)', async () => {
+    const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+    try {
+      const page: Page = await context.newPage();
+      await page.addInitScript(() => {
+        const w = window as unknown as { __violations: string[] };
+        w.__violations = [];
+        document.addEventListener('securitypolicyviolation', (e) => w.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+      });
+      const cspMessages: string[] = [];
+      page.on('console', (m) => {
+        if (/Content Security Policy|Refused to/i.test(m.text())) cspMessages.push(m.text());
+      });
+      const res = await page.goto(`${srv.url}/docs`);
+      expect(res?.headers()['content-security-policy']).to.include("default-src 'none'");
+      await page.locator('.opblock').first().waitFor({ state: 'visible', timeout: 20_000 });
+      // open an operation with a request body and its schema, and try it out (Swagger UI's interactive parts)
+      const login = page.locator('.opblock', { hasText: '/v1/rest/{platform_name}/users/login' }).first();
+      await login.locator('.opblock-summary').click();
+      await login.locator('.opblock-body').waitFor({ state: 'visible' });
+      await login.locator('button.try-out__btn').click();
+      await login.locator('.model-box, .body-param, textarea').first().waitFor({ state: 'visible' });
+      const onDocs = await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations);
+      await page.goto(`${srv.url}/docs/webhooks`);
+      await page.locator('h1').waitFor();
+      const styled = await page.evaluate(() => getComputedStyle(document.querySelector('pre')!).backgroundColor);
+      const onWebhooks = await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations);
+      expect(onDocs, 'violations on /docs').to.deep.equal([]);
+      expect(onWebhooks, 'violations on /docs/webhooks').to.deep.equal([]);
+      expect(cspMessages, 'CSP messages in the console').to.deep.equal([]);
+      // the inline style of /docs/webhooks applies (allowed by its hash)
+      expect(styled).to.not.equal('rgba(0, 0, 0, 0)');
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -76,14 +76,16 @@ describe('register a client user (interface 4.2)', () => {
     expect(t).to.be.within(before - 60_000, Date.now() + 60_000);
   });
 
-  it('generates a fresh organisation token (32 random bytes, base64url), stored with its sha256', async () => {
+  it('generates a fresh organisation token (32 random bytes, base64url), stored sealed with its sha256', async () => {
     const a = (await register(fresh())).body.organisation;
     const b = (await register(fresh())).body.organisation;
     for (const o of [a, b]) {
       expect(o.token).to.match(/^[A-Za-z0-9_-]{43}$/);
       expect(Buffer.from(o.token, 'base64url')).to.have.length(32);
-      const row = await srv.database.handle.db.selectFrom('organisations').select(['token', 'token_hash']).where('id', '=', o.id).executeTakeFirstOrThrow();
-      expect(row.token).to.equal(o.token);
+      const row = await srv.database.handle.db.selectFrom('organisations').select(['token', 'token_enc', 'token_hash']).where('id', '=', o.id).executeTakeFirstOrThrow();
+      // issue 12: the token is stored encrypted only (no clear copy)
+      expect(row.token).to.equal(null);
+      expect(srv.deps.cipher.decrypt(row.token_enc!)).to.equal(o.token);
       expect(Buffer.compare(row.token_hash, organisationTokenHash(o.token))).to.equal(0);
     }
     expect(a.token).to.not.equal(b.token);
@@ -197,7 +199,7 @@ describe('register a client user (interface 4.2)', () => {
           domain: `${n}.self.example`,
           organisationName: 'Self Service Ltd',
           passwordHash: 'scrypt$16384$8$1$c2FsdA==$aGFzaA==',
-        }),
+        }, srv.deps.cipher),
       );
       expect(made.user.email).to.equal(`${n}@self.example`);
       expect(made.organisation.domain).to.equal(`${n}.self.example`);
@@ -214,7 +216,7 @@ describe('register a client user (interface 4.2)', () => {
       const attempt = (email: string, domain: string) =>
         srv.database.handle.db
           .transaction()
-          .execute((tx) => createUserWithOrganisation(tx, { ...input, email, domain }))
+          .execute((tx) => createUserWithOrganisation(tx, { ...input, email, domain }, srv.deps.cipher))
           .then(
             () => undefined,
             (e: unknown) => e,

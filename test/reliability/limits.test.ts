@@ -1,5 +1,5 @@
-// Limits (DESIGN §4): TRACKING_RATE_LIMIT per client IP and per organisation
-// on /jsv1 and the learning endpoint (off by default), request size limits
+// Limits (DESIGN §4, §6): TRACKING_RATE_LIMIT per client IP and per organisation
+// on /jsv1 and the learning endpoint (on by default since issue 12), request size limits
 // for every area (Content-Length and chunked), and slow clients cut off by
 // HTTP_HEADERS_TIMEOUT / HTTP_REQUEST_TIMEOUT without holding the server.
 import net from 'node:net';
@@ -86,8 +86,8 @@ describe('limits', function () {
       for (let i = 0; i < 2 * LIMIT; i++) expect((await learn('no-such-token', ip())).body.code).to.equal(5104);
     });
 
-    it('is off by default (DESIGN §4: shops behind one NAT and bursts are normal)', async () => {
-      expect(loadConfig({}).trackingRateLimit).to.equal(undefined);
+    it('is on by default since issue 12 (sized for a busy shop behind one NAT: test/reliability/tracking-limits.test.ts)', async () => {
+      expect(loadConfig({}).trackingLimits.ip).to.deep.equal({ limit: 6000, windowMs: 60_000 });
       const plain = await startTestServer();
       try {
         const account = await newAccount(plain);

@@ -70,6 +70,11 @@ export async function startTestServer(
     TRACKWAY_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     TRACKWAY_VALIDATE_RESPONSES: 'true',
+    // scrypt at N = 2^14 instead of the production 2^17 (about 8 times cheaper):
+    // the suite makes and logs in hundreds of accounts. The tests of hashing,
+    // rehash and login set PASSWORD_HASH_COST=17 (test/platform/passwords.test.ts,
+    // login.test.ts), and the CLI tests run child processes at the default.
+    PASSWORD_HASH_COST: process.env.TEST_PASSWORD_HASH_COST ?? '14',
     ...env,
   });
   const log = createLogger(config.logLevel);
