@@ -5,6 +5,8 @@ import client from 'prom-client';
 export interface Metrics {
   registry: client.Registry;
   observeRequest(operation: string, status: number, seconds: number): void;
+  /** what /metrics answers when it is not just `registry` (a cluster worker: the whole host's figures, cluster/cluster-metrics.ts) */
+  scrape?: () => Promise<string>;
 }
 
 export function createMetrics(): Metrics {

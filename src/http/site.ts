@@ -80,7 +80,8 @@ export function siteRouter(deps: Deps): Router {
     send(ctx, type, asset(ctx.params.file!), 'public, max-age=86400');
   });
   router.get('/metrics', async (ctx) => {
-    send(ctx, deps.metrics.registry.contentType, await deps.metrics.registry.metrics());
+    const { registry, scrape } = deps.metrics;
+    send(ctx, registry.contentType, await (scrape ? scrape() : registry.metrics()));
   });
   dashboardRoutes(router, deps);
   return router;
