@@ -98,7 +98,7 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
 
   function fork(slot: Slot): void {
     slot.restart = undefined;
-    const worker = cluster.fork({ TRACKWAY_WORKER: String(slot.n) });
+    const worker = cluster.fork();
     Object.assign(slot, { worker, ready: false, startedAt: Date.now() });
     worker.on('message', (m: unknown) => {
       if (metrics.onMessage(worker, m)) return;
