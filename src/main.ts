@@ -1,6 +1,8 @@
 // The `trackway` CLI: serve (default), dispatch, migrate, platform create,
 // platform set-password, organisation token.
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
+import { defaultWorkers, MAX_WORKERS } from './cluster/pool-size.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { locateDatabase } from './db/connect.ts';
 import { createDb, migrate } from './db/database.ts';
@@ -11,13 +13,14 @@ import { AccountError, ensurePlatformAccount, setPlatformPassword } from './plat
 import { readOrganisationToken } from './platform/organisations.service.ts';
 import { sealSecretsAtRest } from './platform/sealing.service.ts';
 import { type Cipher, SecretKeyMismatch, existingCipher } from './platform/secrets.ts';
-import { dispatch, serve } from './server.ts';
 
 const HELP = `Usage: trackway [command] [options]
 
 Commands:
-  serve [--no-dispatcher]     run the API, tracker, docs and dashboard (default),
-                              and the webhook dispatcher unless --no-dispatcher
+  serve [--no-dispatcher] [--workers N]
+                              run the API, tracker, docs and dashboard (default),
+                              and the webhook dispatcher unless --no-dispatcher,
+                              in N worker processes (default: one per core, at most 8)
   dispatch                    run only the webhook dispatcher (scale it separately)
   migrate                     apply database migrations and exit
   platform create --platform NAME --email EMAIL --password PASSWORD [--name NAME]
@@ -60,13 +63,21 @@ async function withDatabase<T>(
 }
 
 async function runServe(config: Config, log: Logger, args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { 'no-dispatcher': { type: 'boolean' } }, strict: true });
-  const stop = await serve(config, log, { dispatcher: !values['no-dispatcher'] });
-  untilSignal(log, stop);
+  const { values } = parseArgs({ args, options: { 'no-dispatcher': { type: 'boolean' }, workers: { type: 'string' } }, strict: true });
+  const opts = { dispatcher: !values['no-dispatcher'] };
+  const raw = values.workers;
+  const workers = raw === undefined ? defaultWorkers() : /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!(workers >= 1 && workers <= MAX_WORKERS)) throw new UsageError(`--workers: "${raw}" is not a whole number from 1 to ${MAX_WORKERS}`);
+  // the server's modules are loaded only where they run: a cluster's primary stays small
+  if (cluster.isWorker) return (await import('./cluster/worker.ts')).runWorker(config, log, opts);
+  if (workers > 1) return (await import('./cluster/primary.ts')).runPrimary(config, log, opts, workers);
+  const { serve } = await import('./server.ts');
+  untilSignal(log, await serve(config, log, opts));
 }
 
 async function runDispatch(config: Config, log: Logger, args: string[]): Promise<void> {
   parseArgs({ args, options: {}, strict: true });
+  const { dispatch } = await import('./server.ts');
   untilSignal(log, await dispatch(config, log));
 }
 

@@ -3,6 +3,7 @@
 // `trackway dispatch`: the same without HTTP.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { printBanner } from './banner.ts';
 import type { Config } from './config.ts';
 import { createDb, type Database, type DbHandle, migrate } from './db/database.ts';
 import { locateDatabase } from './db/connect.ts';
@@ -28,6 +29,14 @@ export interface ServeOptions {
   dispatcher: boolean;
   /** the dispatcher's capacity shares and circuit breaker (defaults otherwise) */
   dispatcherOptions?: DispatcherOptions;
+  /** the periodic jobs: partition maintenance and the webhook backlog counter (default true; one worker of a cluster) */
+  jobs?: boolean;
+  /** create TRACKWAY_BOOTSTRAP_PLATFORM's account (default true; a cluster's primary does it before the workers start) */
+  bootstrap?: boolean;
+  /** a cluster worker's number, sent as X-Trackway-Worker on every response */
+  worker?: number;
+  /** the process's metrics (default: a new registry) */
+  metrics?: Metrics;
 }
 
 export interface RunningServer {
@@ -58,8 +67,9 @@ export async function startOnDatabase(
   log: Logger,
   opts: ServeOptions,
 ): Promise<RunningServer> {
-  const deps = await buildDeps(config, handle.db, log);
-  if (config.bootstrap) {
+  const deps = await buildDeps(config, handle.db, log, opts.metrics);
+  const jobs = opts.jobs ?? true;
+  if (config.bootstrap && opts.bootstrap !== false) {
     const made = await ensurePlatformAccount(deps, { ...config.bootstrap, name: '' });
     if (made.created) log.info({ platform: config.bootstrap.platform, email: config.bootstrap.email }, 'created the bootstrap platform account');
   }
@@ -68,13 +78,20 @@ export async function startOnDatabase(
   // received completely within HTTP_REQUEST_TIMEOUT (30 s); node checks both on an interval,
   // which is kept well below the shorter one so a cut-off is not late by up to 30 s
   const { httpHeadersTimeoutMs, httpRequestTimeoutMs } = config;
+  const callback = app.callback();
+  const worker = opts.worker === undefined ? undefined : String(opts.worker);
   const server = http.createServer(
     {
       headersTimeout: httpHeadersTimeoutMs,
       requestTimeout: httpRequestTimeoutMs,
       connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(httpHeadersTimeoutMs / 4))),
     },
-    app.callback(),
+    worker === undefined
+      ? callback
+      : (req, res) => {
+          res.setHeader('X-Trackway-Worker', worker);
+          return callback(req, res);
+        },
   );
   server.keepAliveTimeout = 65_000;
   // what node's HTTP parser refuses is answered in the area's JSON error shape too
@@ -86,8 +103,8 @@ export async function startOnDatabase(
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
-  const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: opts.dispatcher, dispatcherOptions: opts.dispatcherOptions });
-  const stopMaintenance = startPartitionMaintenance(deps.db, config.eventRetentionDays, log);
+  const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: opts.dispatcher, dispatcherOptions: opts.dispatcherOptions, backlog: jobs });
+  const stopMaintenance = jobs ? startPartitionMaintenance(deps.db, config.eventRetentionDays, log) : () => {};
 
   let closing: Promise<void> | undefined;
   return {
@@ -163,19 +180,8 @@ export function dispatch(config: Config, log: Logger): Promise<() => Promise<voi
 export function serve(config: Config, log: Logger, opts: ServeOptions): Promise<() => Promise<void>> {
   return onMigratedDatabase(config, log, 40, async (handle, where) => {
     const running = await startOnDatabase(config, handle, log, opts);
-    const base = config.publicUrl;
     log.info({ listen: running.url, database: where }, 'Trackway is up');
-    process.stdout.write(
-      [
-        '',
-        `Trackway is listening on ${config.host}:${config.port} (${where})`,
-        `  API         ${base}/v1/rest/{platform}/...`,
-        `  API docs    ${base}/docs`,
-        `  Dashboard   ${base}/dashboard`,
-        `  Tracker     ${base}/jsv1/tracker.js`,
-        '',
-      ].join('\n') + '\n',
-    );
+    printBanner(config, where);
     return () => running.close();
   });
 }

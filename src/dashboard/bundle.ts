@@ -1,13 +1,15 @@
 // The dashboard's browser code as served: app/main.tsx (Preact) and
-// app/style.css bundled and minified with esbuild into memory, once per
-// process, each under a name carrying a hash of its content (so they can be
-// cached for a year), plus the HTML page that loads them.
+// app/style.css bundled and minified with esbuild, each under a name carrying
+// a hash of its content (so they can be cached for a year), plus the HTML
+// page that loads them. `npm run build` bundles them into dist/assets/ (see
+// http/prebuilt-assets.ts), which the compiled server reads; under tsx (tests,
+// `npm run dev`) they are bundled into memory, once per process.
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { buildInMemory } from '../http/bundler.ts';
+import { readPrebuiltDashboard } from '../http/prebuilt-assets.ts';
+import { COMPILED, projectPath } from '../project.ts';
 
-const APP_DIR = fileURLToPath(new URL('./app/', import.meta.url));
+const APP_DIR = projectPath('src', 'dashboard', 'app');
 
 export interface DashboardAsset {
   /** file name under /dashboard/assets/, with the content hash */
@@ -47,9 +49,18 @@ function page(script: string, style: string): string {
 `;
 }
 
-async function bundle(): Promise<DashboardBundle> {
+/** The bundled files: the script and the style sheet under their hashed names. */
+export interface DashboardFiles {
+  script: string;
+  style: string;
+  files: DashboardAsset[];
+}
+
+/** Bundles the dashboard from its sources with esbuild (the build, and the tsx path). */
+export async function buildDashboard(): Promise<DashboardFiles> {
+  const { buildInMemory } = await import('../http/bundler.ts');
   const out = await buildInMemory({
-    entryPoints: { app: `${APP_DIR}main.tsx`, style: `${APP_DIR}style.css` },
+    entryPoints: { app: `${APP_DIR}/main.tsx`, style: `${APP_DIR}/style.css` },
     outdir: '/dashboard-assets',
     bundle: true,
     minify: true,
@@ -63,26 +74,31 @@ async function bundle(): Promise<DashboardBundle> {
     write: false,
     logLevel: 'silent',
   });
-  const assets = new Map<string, DashboardAsset>();
+  const files: DashboardAsset[] = [];
   let script = '';
   let style = '';
   for (const file of out.outputFiles) {
     const body = Buffer.from(file.contents);
     if (file.path.endsWith('/app.js')) {
       script = hashed('app', 'js', body);
-      assets.set(script, { name: script, type: 'text/javascript; charset=utf-8', body, gzip: gzipSync(body, { level: 9 }) });
+      files.push({ name: script, type: 'text/javascript; charset=utf-8', body, gzip: gzipSync(body, { level: 9 }) });
     } else if (file.path.endsWith('/style.css')) {
       style = hashed('style', 'css', body);
-      assets.set(style, { name: style, type: 'text/css; charset=utf-8', body, gzip: gzipSync(body, { level: 9 }) });
+      files.push({ name: style, type: 'text/css; charset=utf-8', body, gzip: gzipSync(body, { level: 9 }) });
     }
   }
   if (!script || !style) throw new Error('the dashboard bundle lacks its script or style sheet');
-  return { html: page(script, style), assets };
+  return { script, style, files };
+}
+
+async function bundle(): Promise<DashboardBundle> {
+  const { script, style, files } = COMPILED ? readPrebuiltDashboard() : await buildDashboard();
+  return { html: page(script, style), assets: new Map(files.map((f) => [f.name, f])) };
 }
 
 let built: Promise<DashboardBundle> | undefined;
 
-/** The bundle, built on first call and shared afterwards (a failed build is retried on the next call). */
+/** The bundle, loaded on first call and shared afterwards (a failed build is retried on the next call). */
 export function getDashboard(): Promise<DashboardBundle> {
   built ??= bundle().catch((err: unknown) => {
     built = undefined;

@@ -1,5 +1,7 @@
-// esbuild for the assets built into memory at start (the browser tracker,
-// the dashboard). Its service process is stopped once no build is running,
+// esbuild for the browser assets (the tracker, the dashboard), built into
+// memory: by `npm run build`, which writes them to dist/assets/, and at start
+// under tsx. The compiled server never loads this module (nor esbuild).
+// esbuild's service process is stopped once no build is running,
 // so it does not stay for the server's life; the next build starts it again.
 // Builds share that one process: stopping it under a running build would
 // leave the build waiting forever, hence the count.

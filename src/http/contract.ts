@@ -1,10 +1,10 @@
 // The bundled contract (generated/openapi.json, made from openapi/ by
 // `npm run generate`): what the router validates against and what we publish.
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
+import { projectPath } from '../project.ts';
 
-export const CONTRACT_PATH = fileURLToPath(new URL('../../generated/openapi.json', import.meta.url));
+export const CONTRACT_PATH = projectPath('generated', 'openapi.json');
 
 export interface ContractDocument {
   openapi: string;

@@ -8,6 +8,8 @@ export interface Metrics {
   observeRequest(operation: string, status: number, seconds: number): void;
   /** a /jsv1 request refused by a limit or as too large or invalid (trackway_tracking_refused_total) */
   trackingRefused(reason: RefusalReason): void;
+  /** what /metrics answers when it is not just `registry` (a cluster worker: the whole host's figures, cluster/cluster-metrics.ts) */
+  scrape?: () => Promise<string>;
 }
 
 export function createMetrics(): Metrics {

@@ -154,7 +154,8 @@ export function siteRouter(deps: Deps): Router {
       err.headers['WWW-Authenticate'] = 'Bearer realm="metrics"';
       throw err;
     }
-    send(ctx, deps.metrics.registry.contentType, await deps.metrics.registry.metrics());
+    const { registry, scrape } = deps.metrics;
+    send(ctx, registry.contentType, await (scrape ? scrape() : registry.metrics()));
   });
   dashboardRoutes(router, deps);
   return router;

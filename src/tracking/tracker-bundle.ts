@@ -1,12 +1,13 @@
 // The browser tracker as served: tracker/tracker.ts bundled and minified with
-// esbuild into memory, once per process, with its gzipped size and an ETag.
+// esbuild, with its gzipped size and an ETag. `npm run build` bundles it into
+// dist/assets/ (see http/prebuilt-assets.ts), which the compiled server reads;
+// under tsx (tests, `npm run dev`) it is bundled into memory, once per process.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { buildInMemory } from '../http/bundler.ts';
+import { readPrebuiltTracker } from '../http/prebuilt-assets.ts';
+import { COMPILED, PACKAGE_VERSION, projectPath } from '../project.ts';
 
-export const TRACKER_SOURCE = fileURLToPath(new URL('./tracker/tracker.ts', import.meta.url));
+export const TRACKER_SOURCE = projectPath('src', 'tracking', 'tracker', 'tracker.ts');
 /** The limit DESIGN.md sets for the served script, gzipped. */
 export const TRACKER_GZIP_LIMIT = 2048;
 
@@ -20,9 +21,9 @@ export interface TrackerBundle {
   etag: string;
 }
 
-const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-
-async function bundle(): Promise<TrackerBundle> {
+/** Bundles the tracker from its source with esbuild (the build, and the tsx path). */
+export async function buildTracker(): Promise<TrackerBundle> {
+  const { buildInMemory } = await import('../http/bundler.ts');
   const out = await buildInMemory({
     entryPoints: [TRACKER_SOURCE],
     bundle: true,
@@ -32,7 +33,7 @@ async function bundle(): Promise<TrackerBundle> {
     platform: 'browser',
     charset: 'utf8',
     legalComments: 'none',
-    banner: { js: `/*! Trackway tracker ${version} */` },
+    banner: { js: `/*! Trackway tracker ${PACKAGE_VERSION} */` },
     write: false,
     logLevel: 'silent',
   }); // the service process is stopped afterwards (see buildInMemory)
@@ -42,11 +43,17 @@ async function bundle(): Promise<TrackerBundle> {
   return { code, gzip, gzipBytes: gzip.length, etag };
 }
 
+async function load(): Promise<TrackerBundle> {
+  if (!COMPILED) return buildTracker();
+  const { code, gzip, etag } = readPrebuiltTracker();
+  return { code, gzip, gzipBytes: gzip.length, etag };
+}
+
 let built: Promise<TrackerBundle> | undefined;
 
-/** The bundle, built on first call and shared afterwards (a failed build is retried on the next call). */
+/** The bundle, loaded on first call and shared afterwards (a failed load is retried on the next call). */
 export function getTracker(): Promise<TrackerBundle> {
-  built ??= bundle().catch((err: unknown) => {
+  built ??= load().catch((err: unknown) => {
     built = undefined;
     throw err;
   });

@@ -1,4 +1,4 @@
-// getTrackerScript: the browser tracker, bundled in memory at start. Short
+// getTrackerScript: the browser tracker (tracker-bundle.ts), loaded at start. Short
 // public caching with an ETag (304 on a matching If-None-Match), gzip for
 // clients that accept it.
 import type Koa from 'koa';

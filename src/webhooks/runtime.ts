@@ -11,6 +11,9 @@ import { type Notifications, startNotifications } from './notifications.ts';
 import { ORGANISATIONS_CHANNEL } from '../platform/organisation-settings.repository.ts';
 import { INTEGRATIONS_CHANNEL } from './targets.ts';
 
+/** where another process counts the backlog */
+const idleBacklogMonitor: BacklogMonitor = { check: async () => ({ limited: [], maxPending: 0 }), stop() {} };
+
 export interface WebhookRuntime {
   notifications: Notifications;
   dispatcher: Dispatcher | undefined;
@@ -22,7 +25,13 @@ export interface WebhookRuntime {
 export async function startWebhookRuntime(
   deps: Deps,
   handle: DbHandle,
-  opts: { dispatcher: boolean; dispatcherOptions?: DispatcherOptions; backlogOptions?: BacklogOptions },
+  opts: {
+    dispatcher: boolean;
+    /** count the backlog here (default true; one worker of a cluster does it for the host) */
+    backlog?: boolean;
+    dispatcherOptions?: DispatcherOptions;
+    backlogOptions?: BacklogOptions;
+  },
 ): Promise<WebhookRuntime> {
   const url = handle.pool.options.connectionString;
   if (!url) throw new Error('the database handle has no connection string');
@@ -48,7 +57,7 @@ export async function startWebhookRuntime(
   }
   const dispatcher = opts.dispatcher ? new Dispatcher(deps, notifications, opts.dispatcherOptions) : undefined;
   dispatcher?.start();
-  const backlog = startBacklogMonitor(deps, opts.backlogOptions);
+  const backlog = opts.backlog === false ? idleBacklogMonitor : startBacklogMonitor(deps, opts.backlogOptions);
   let stopping: Promise<void> | undefined;
   return {
     notifications,

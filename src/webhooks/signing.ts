@@ -2,7 +2,7 @@
 // Signature: `v1,` + base64(HMAC-SHA256(key, `${id}.${timestamp}.${body}`)),
 // the key being the base64-decoded part of the `whsec_` secret.
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { PACKAGE_VERSION } from '../project.ts';
 
 const SECRET_PREFIX = 'whsec_';
 
@@ -19,10 +19,8 @@ export function sign(key: Buffer, webhookId: string, timestamp: number, body: st
   return `v1,${mac}`;
 }
 
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-
 export function userAgent(publicUrl: string): string {
-  return `Trackway-Webhooks/${VERSION} (+${publicUrl}/docs/webhooks)`;
+  return `Trackway-Webhooks/${PACKAGE_VERSION} (+${publicUrl}/docs/webhooks)`;
 }
 
 export interface Credentials {

@@ -1,4 +1,4 @@
-// `trackway serve` as a child process (node --import tsx src/main.ts serve) on
+// `trackway serve` as a child process (node --import tsx src/main.ts serve [args]) on
 // a given database and a fixed loopback port, so that a restarted server
 // answers at the same address. For the crash test: it can be killed -9.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -26,9 +26,9 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts `trackway serve`; resolves once it says it listens. */
-export async function startServe(env: Record<string, string>, port: number, timeoutMs = 60_000): Promise<ChildServer> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+/** Starts `trackway serve` (with `args`, e.g. `--workers 2`); resolves once it says it listens. */
+export async function startServe(env: Record<string, string>, port: number, timeoutMs = 60_000, args: string[] = []): Promise<ChildServer> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', ...args], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,6 @@
-// The browser tracker served at /jsv1/tracker.js (bundled and minified in
-// memory by ../tracker-bundle.ts). It runs on merchants' pages:
+// The browser tracker served at /jsv1/tracker.js (bundled and minified by
+// ../tracker-bundle.ts: into dist/assets/ by `npm run build`, into memory
+// under tsx). It runs on merchants' pages:
 //
 //   <script async src="https://track.example/jsv1/tracker.js" data-org-id="42"></script>
 //
