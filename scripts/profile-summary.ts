@@ -172,7 +172,9 @@ function summarise(profiles: Profile[], keep: Keep): Totals {
       }
       const file = fileOf(f.url);
       const line = f.lineNumber > 0 ? `:${f.lineNumber + 1}` : '';
-      add(t.byFunction, `${f.functionName || '(anonymous)'}${file ? ` ${file}${line}` : ''}`, dur);
+      // a RegExp frame is named after its whole pattern
+      const name = f.functionName.length > 80 ? f.functionName.slice(0, 77) + '...' : f.functionName || '(anonymous)';
+      add(t.byFunction, `${name}${file ? ` ${file}${line}` : ''}`, dur);
       add(t.byFile, file || groupOf(f), dur);
       add(t.byGroup, groupOf(f), dur);
       for (const fam of familiesOf(node.id)) add(t.inclusive, fam, dur);
