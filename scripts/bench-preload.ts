@@ -1,18 +1,10 @@
 // `npm run bench -- --preload N`: N events written straight into the events
 // table of the benchmark organisation (spread over the current month, so they
 // land in the partition ingestion writes to), in chunks, then analysed.
-import fs from 'node:fs';
-import path from 'node:path';
 import pg from 'pg';
 
-export async function preloadEvents(dataDir: string, org: number, total: number, log: (l: string) => void): Promise<void> {
-  const info = JSON.parse(fs.readFileSync(path.join(dataDir, 'postgres.json'), 'utf8')) as {
-    host: string;
-    port: number;
-    user: string;
-    password: string;
-  };
-  const db = new pg.Client({ ...info, database: 'trackway' });
+export async function preloadEvents(databaseUrl: string, org: number, total: number, log: (l: string) => void): Promise<void> {
+  const db = new pg.Client({ connectionString: databaseUrl, application_name: 'trackway-bench' });
   await db.connect();
   const chunk = 500_000;
   const started = Date.now();
