@@ -78,6 +78,8 @@ export interface Config {
   eventRetentionDays: number | undefined;
   /** validate every response against the contract and fail loudly on drift */
   validateResponses: boolean;
+  /** TRACKWAY_FAST_PATH: well-formed /jsv1 events and identifies answered before Koa (src/http/fast-path.ts) */
+  fastPath: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -252,5 +254,6 @@ export function loadConfig(env: Env = process.env): Config {
     webhookDisableAfterMs,
     eventRetentionDays,
     validateResponses: bool(env, 'TRACKWAY_VALIDATE_RESPONSES', false),
+    fastPath: bool(env, 'TRACKWAY_FAST_PATH', true),
   };
 }

@@ -2,28 +2,19 @@
 // → site routes (docs, contract, metrics, dashboard) → content-type gate and
 // size-limited body parsing → body guard (body-guard.ts) → openapi-backend
 // (route, auth, validate) → handler.
-import { randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import bodyParser from 'koa-bodyparser';
+import type { OpenAPIBackend } from 'openapi-backend';
 import type { Deps } from '../deps.ts';
 import { createApi } from './api.ts';
 import { guardBody, guardUrl } from './body-guard.ts';
-import { ApiError, type Area, areaError, areaOf, isRejectedInput, isUnavailable, unavailableError } from './errors.ts';
+import { BODY_LIMITS } from './body-limits.ts';
+import { ApiError, type Area, areaError, areaOf } from './errors.ts';
+import { errorFor, recordOutcome, requestIdOf } from './outcome.ts';
 import { siteRouter } from './site.ts';
 import type { HandlerMap } from './types.ts';
 
-/**
- * Tracking: 32 KiB. The largest realistic event body, a 100-line cart (the
- * contract's maximum) with shop-like titles and CDN image URLs, is about
- * 25 KB (test/reliability/tracking-limits.test.ts measures it); the per-field
- * caps in the contract bound each field, and this bounds the whole (the
- * fields' caps alone would allow far more).
- */
-export const BODY_LIMITS: Record<Area, number> = {
-  tracking: 32 * 1024,
-  platform: 1024 * 1024,
-  analytics: 1024 * 1024,
-};
+export { BODY_LIMITS };
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const TEXT_TYPE = /^text\/plain\s*(;|$)/i;
@@ -46,9 +37,10 @@ function hasBody(ctx: Koa.Context): boolean {
 /** Methods whose bodies the contract defines; a body on any other (GET, DELETE) is not read. */
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
-export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> {
+/** The Koa app; `api` is the contract's router and validators when the caller made them already (the fast path shares them). */
+export async function createApp(deps: Deps, handlers: HandlerMap, prebuilt?: OpenAPIBackend): Promise<Koa> {
   const { log, metrics } = deps;
-  const api = await createApi(deps, handlers);
+  const api = prebuilt ?? (await createApi(deps, handlers));
   // behind a proxy, trust only the entry our own proxy appended to
   // X-Forwarded-For: the ones before it are whatever the client sent
   const app = new Koa({ proxy: deps.config.trustProxy, maxIpsCount: 1 });
@@ -65,55 +57,24 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
     analytics: bodyParser({ enableTypes: ['json'], jsonLimit: `${BODY_LIMITS.analytics}b`, strict: true }),
   };
 
-  // request id, metrics, and the one error renderer
+  // request id, metrics, and the one error renderer (src/http/outcome.ts, shared with the fast path)
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
-    const incoming = ctx.get('x-request-id');
-    const requestId = /^[A-Za-z0-9._-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+    const requestId = requestIdOf(ctx.get('x-request-id'));
     ctx.state.requestId = requestId;
     ctx.set('X-Request-Id', requestId);
     const area = areaOf(ctx.path);
+    const facts = () => ({ requestId, method: ctx.method, path: ctx.path, operation: ctx.state.operationId as string | undefined });
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
         render(ctx, areaError(area, 'not_found', `No route for ${ctx.method} ${ctx.path}`));
       }
     } catch (raw) {
-      let err: ApiError;
-      if (raw instanceof ApiError) err = raw;
-      else if (isUnavailable(raw)) {
-        err = unavailableError(area);
-        log.warn({ err: raw, requestId }, 'database unavailable');
-      } else if (isRejectedInput(raw)) {
-        // the body guard should have refused it: worth a look, but the client's fault
-        err = areaError(area, 'validation', 'The request holds a value that cannot be stored (a NUL character or too deep nesting)');
-        log.warn({ err: raw, requestId, path: ctx.path, operation: ctx.state.operationId }, 'the database refused a value');
-      } else if ((raw as { status?: number }).status === 413 || (raw as { type?: string }).type === 'entity.too.large') {
-        err = areaError(area, 'payload_too_large', `The body exceeds the limit of ${BODY_LIMITS[area]} bytes`);
-      } else if ((raw as { status?: number }).status === 400) {
-        // co-body: unparsable JSON, or JSON that is not an object or array
-        err = areaError(area, 'validation', 'The body is not valid JSON (an object is expected)');
-      } else if ((raw as { status?: number }).status === 415) {
-        err = areaError(area, 'unsupported_media_type', 'Unsupported content encoding or charset');
-      } else {
-        log.error({ err: raw, requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
-        err = areaError(area, 'internal', `Internal error (request id ${requestId})`);
-        err.body.request_id = requestId;
-      }
-      render(ctx, err);
+      render(ctx, errorFor(raw, area, facts(), log));
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const operation = (ctx.state.operationId as string | undefined) ?? 'none';
-      metrics.observeRequest(operation, ctx.status, seconds);
-      // what the limits refuse (429) is counted where it is refused, with its reason
-      if (area === 'tracking') {
-        if (ctx.status === 413) metrics.trackingRefused('too_large');
-        else if (ctx.status === 400 || ctx.status === 415) metrics.trackingRefused('invalid');
-      }
-      if (ctx.status >= 500) log.warn({ requestId, status: ctx.status, path: ctx.path, operation }, 'request failed');
-      else if (log.isLevelEnabled('debug')) {
-        log.debug({ requestId, method: ctx.method, path: ctx.path, status: ctx.status, operation, seconds }, 'request');
-      }
+      recordOutcome(metrics, log, area, facts(), ctx.status, seconds);
     }
   });
 

@@ -121,6 +121,8 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
 export interface TokenBucketLimiter {
   /** Takes `cost` tokens (default 1, at most the capacity) from `key`'s bucket unless it has too few. */
   hit(key: string, cost?: number): RateDecision;
+  /** Whether `hit(key, cost)` would be allowed now; takes nothing. */
+  allows(key: string, cost?: number): boolean;
   readonly size: number;
 }
 
@@ -142,6 +144,13 @@ export function createTokenBucket(opts: RateLimitOptions): TokenBucketLimiter {
   }
 
   return {
+    allows(key, cost = 1) {
+      const t = now();
+      const tokens = Math.min(Math.max(1, Math.ceil(cost)), limit);
+      const held = tats.get(key);
+      const from = held !== undefined && held > t ? held : t;
+      return !(from + tokens * interval - t > windowMs + 1e-6);
+    },
     hit(key, cost = 1) {
       const t = now();
       const tokens = Math.min(Math.max(1, Math.ceil(cost)), limit);

@@ -45,6 +45,11 @@ export interface TrafficLimits {
   identify(ip: string, identity: string): void;
   /** Records that `identity` was identified (after its commit), so repeating it is free for 30 minutes. */
   identified(identity: string): void;
+  /**
+   * Whether ip(ip, cost), org(orgId, cost) and, with an identity, identify(ip, identity)
+   * would all pass now; charges and counts nothing (the fast path asks before it commits to a request).
+   */
+  admits(ip: string, orgId: number, cost: number, identity?: string): boolean;
 }
 
 const REPEAT_WINDOW_MS = 30 * 60_000;
@@ -83,6 +88,12 @@ export function createTrafficLimits(
     },
     identified(identity) {
       seen?.add(digest(identity));
+    },
+    admits(ip, orgId, cost, identity) {
+      if (byIp && !byIp.allows(clientAddressKey(ip), cost)) return false;
+      if (byOrg && !byOrg.allows(String(orgId), cost)) return false;
+      if (identity === undefined || !identities || seen!.has(digest(identity))) return true;
+      return identities.allows(clientAddressKey(ip));
     },
   };
 }
