@@ -8,7 +8,9 @@ import type { Config } from './config.ts';
 import { createDb, type Database, type DbHandle, migrate } from './db/database.ts';
 import { locateDatabase } from './db/connect.ts';
 import type { Deps } from './deps.ts';
+import { createApi } from './http/api.ts';
 import { createApp } from './http/app.ts';
+import { createFastPath } from './http/fast-path.ts';
 import { answerClientError } from './http/client-errors.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
 import { handlers } from './http/registry.ts';
@@ -73,12 +75,15 @@ export async function startOnDatabase(
     const made = await ensurePlatformAccount(deps, { ...config.bootstrap, name: '' });
     if (made.created) log.info({ platform: config.bootstrap.platform, email: config.bootstrap.email }, 'created the bootstrap platform account');
   }
-  const app = await createApp(deps, handlers(deps));
+  const registry = handlers(deps);
+  const api = await createApi(deps, registry);
+  const app = await createApp(deps, registry, api);
   // slow clients: a request must send its headers within HTTP_HEADERS_TIMEOUT (10 s) and be
   // received completely within HTTP_REQUEST_TIMEOUT (30 s); node checks both on an interval,
   // which is kept well below the shorter one so a cut-off is not late by up to 30 s
   const { httpHeadersTimeoutMs, httpRequestTimeoutMs } = config;
-  const callback = app.callback();
+  // the hot tracking requests are answered before Koa when well-formed (TRACKWAY_FAST_PATH)
+  const callback = createFastPath(deps, api, app.callback());
   const worker = opts.worker === undefined ? undefined : String(opts.worker);
   const server = http.createServer(
     {

@@ -83,6 +83,12 @@ export class FastRouter extends OpenAPIRouter {
     return this.byId.get(operationId);
   }
 
+  /** The decoded path parameters of `path` under `operation`'s template, as parseRequest gives them; null when it does not fit. */
+  pathParams(operation: Operation, path: string): Record<string, string> | null {
+    if (!this.ops) this.build();
+    return this.compiledByPath.get(operation.path)?.params(this.normalizePath(path)) ?? null;
+  }
+
   override matchOperation(req: Request): Operation | undefined;
   override matchOperation(req: Request, strict: boolean): Operation;
   override matchOperation(req: Request, strict?: boolean): Operation | undefined {

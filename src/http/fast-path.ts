@@ -1,0 +1,286 @@
+// The fast path (TRACKWAY_FAST_PATH, on by default): the hot tracking
+// requests — the seven POST /jsv1/.../event/{name} operations and GET
+// /jsv1/identify/... — answered at the node:http level, before Koa and
+// openapi-backend, when they are well-formed. Everything else, and anything
+// unusual about one of these, goes to the Koa app unchanged (with the body
+// already read, replayed: replayRequest), so every error answer is the Koa
+// app's own.
+//
+// What it does, and where each rule comes from (nothing is re-implemented
+// that could drift from the contract or the Koa path):
+// - routing: openapi-backend's router of the Koa path (FastRouter.matchOperation),
+//   path parameters decoded by the same compiled templates (FastRouter.pathParams);
+// - the Koa path's gates, taken as "hand over" conditions: no query string,
+//   Content-Type application/json or text/plain (UTF-8), no Content-Encoding
+//   or Transfer-Encoding, a Content-Length within BODY_LIMITS, a body that
+//   decodes as UTF-8 without a BOM, parses as a JSON object (co-body's strict
+//   mode; anything that looks like __proto__ goes to Koa, whose parser refuses
+//   it), and holds nothing PostgreSQL could not store (findUnstorable), a path
+//   without NUL (isStorableText);
+// - validation: the request validators openapi-backend compiled at start from
+//   the contract for this operation (getRequestValidatorsForOperation), called
+//   with the same input the Koa path gives them (params coerced the same way);
+// - the rules (address and organisation limits, unknown organisation, origin
+//   check, identity verification, identify budget, geo): the tracking service
+//   both paths use (src/tracking/tracking.service.ts), asked first without
+//   charging anything; any refusal hands the request to Koa, which refuses it;
+// - the client address as Koa's ctx.ip gives it (TRUST_PROXY: the last
+//   X-Forwarded-For entry), Referer as ctx.get('referer') reads it;
+// - the answer byte for byte as Koa writes it: X-Request-Id (the client's, if
+//   sane), Access-Control-Allow-Origin, Content-Type, Content-Length, the same
+//   JSON; a failure after the item was handed to ingest (the database) is
+//   answered by the Koa app's error mapping (src/http/outcome.ts);
+// - metrics and logs by the same function as the Koa path (recordOutcome).
+import { IncomingMessage, type ServerResponse } from 'node:http';
+import client from 'prom-client';
+import type { OpenAPIBackend, Operation } from 'openapi-backend';
+import type { Deps } from '../deps.ts';
+import { type PathIds, type TrackingClient, trackingService } from '../tracking/tracking.service.ts';
+import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
+import { findUnstorable, isStorableText } from './body-guard.ts';
+import { BODY_LIMITS } from './body-limits.ts';
+import type { ApiError } from './errors.ts';
+import { errorFor, recordOutcome, type RequestFacts, requestIdOf } from './outcome.ts';
+import type { FastRouter } from './router.ts';
+
+type Listener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** The operations the fast path answers: their event name, or identify. */
+const FAST: Record<string, TrackedEventName | 'identify'> = {
+  recordViewEvent: 'view',
+  recordUpdateCartEvent: 'updatecart',
+  recordRemoveFromCartEvent: 'removefromcart',
+  recordCheckoutEvent: 'checkout',
+  recordBuyEvent: 'buy',
+  recordProductViewEvent: 'productview',
+  recordCategoryViewEvent: 'categoryview',
+  identifyVisitor: 'identify',
+};
+
+/** Content types taken as they are (lower case, spaces removed); any other goes to Koa. */
+const PLAIN_TYPES = new Set(['application/json', 'application/json;charset=utf-8', 'text/plain', 'text/plain;charset=utf-8']);
+/** a request path with nothing unusual in it (no query, no fragment) */
+const SIMPLE_PATH = /^\/jsv1\/[^?#]*$/;
+/** co-body's strict mode: an object or array */
+const STRICT_JSON = /^[\x20\x09\x0a\x0d]*(\[|\{)/;
+/** what co-body's parser (bourne) treats as prototype poisoning, or could: left to it */
+const PROTO_LIKE = /__proto__|\\u00/i;
+
+const ACCEPTED = JSON.stringify({ status: 'accepted' });
+
+/** A request whose body was read here, as the Koa app expects to read it (a stream of the same bytes). */
+export function replayRequest(req: IncomingMessage, body: Buffer): IncomingMessage {
+  const copy = new IncomingMessage(req.socket);
+  copy.method = req.method;
+  copy.url = req.url;
+  copy.httpVersion = req.httpVersion;
+  copy.httpVersionMajor = req.httpVersionMajor;
+  copy.httpVersionMinor = req.httpVersionMinor;
+  copy.headers = req.headers;
+  copy.rawHeaders = req.rawHeaders;
+  copy.complete = true;
+  copy.push(body);
+  copy.push(null);
+  return copy;
+}
+
+/** ctx.ip of the Koa app (proxy = TRUST_PROXY, maxIpsCount = 1). */
+function clientIp(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const xff = req.headers['x-forwarded-for'] as string | undefined; // node joins repeated ones with ', '
+    if (xff) {
+      const last = xff.slice(xff.lastIndexOf(',') + 1).trim();
+      if (last) return last;
+    }
+  }
+  return req.socket.remoteAddress || '';
+}
+
+/** ctx.get(name) of the Koa app, for headers node keeps as one string. */
+function header(req: IncomingMessage, name: 'origin' | 'user-agent' | 'x-request-id'): string {
+  return (req.headers[name] as string | undefined) ?? '';
+}
+
+/** A body whose length is declared and within the tracking limit, with nothing the Koa gate treats specially. */
+function plainBody(req: IncomingMessage): number {
+  const h = req.headers;
+  if (h['transfer-encoding'] !== undefined || h['content-encoding'] !== undefined) return 0;
+  const type = h['content-type'];
+  if (type === undefined || !PLAIN_TYPES.has(type.toLowerCase().replace(/\s+/g, ''))) return 0;
+  const len = h['content-length'];
+  if (len === undefined || !/^\d{1,6}$/.test(len)) return 0;
+  const n = Number(len);
+  return n > 0 && n <= BODY_LIMITS.tracking ? n : 0;
+}
+
+function readBody(req: IncomingMessage, length: number): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let got = 0;
+    req.on('data', (c: Buffer) => {
+      chunks.push(c);
+      got += c.length;
+    });
+    req.on('end', () => resolve(got === length ? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, got)) : null));
+    req.on('error', () => resolve(null));
+  });
+}
+
+/** The parsed body when the Koa path would parse it the same way and accept it; undefined otherwise. */
+function parseBody(raw: Buffer): { value: Record<string, unknown>; chars: number } | undefined {
+  if (raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf) return undefined; // a BOM: co-body strips it
+  const text = raw.toString('utf8');
+  if (text.includes('\uFFFD') || !STRICT_JSON.test(text) || PROTO_LIKE.test(text)) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  if (findUnstorable(value)) return undefined;
+  return { value: value as Record<string, unknown>, chars: text.length };
+}
+
+export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listener): Listener {
+  if (!deps.config.fastPath) return fallback;
+  const { log, metrics, config } = deps;
+  const router = api.router as FastRouter;
+  const tracking = trackingService(deps);
+  const taken = new client.Counter({
+    name: 'trackway_fast_path_requests_total',
+    help: 'hot /jsv1 requests (events, identify): answered by the fast path, or handed over to the Koa app (anything unusual)',
+    labelNames: ['outcome'] as const,
+    registers: [metrics.registry],
+  });
+  taken.inc({ outcome: 'answered' }, 0);
+  taken.inc({ outcome: 'handed_over' }, 0);
+
+  /** The contract's compiled request validators of each fast operation, as openapi-backend runs them. */
+  const validators = new Map<string, ((data: unknown) => boolean)[]>();
+  for (const id of Object.keys(FAST)) {
+    const v = api.validator.getRequestValidatorsForOperation(id) as unknown as ((data: unknown) => boolean)[] | null;
+    if (!v) throw new Error(`fast path: no request validators for ${id}`);
+    validators.set(id, v);
+  }
+
+  function valid(op: Operation, req: IncomingMessage, params: Record<string, unknown>, body: unknown): boolean {
+    // the input openapi-backend's validateRequest builds for these operations (src/http/router.ts parseRequest)
+    const input: Record<string, unknown> = { path: params, query: {}, header: req.headers, cookie: {} };
+    if (body !== undefined) input.requestBody = body;
+    for (const v of validators.get(op.operationId!)!) if (!v(input)) return false;
+    return true;
+  }
+
+  function write(res: ServerResponse, requestId: string, status: number, body: string, extra?: Record<string, string>): void {
+    res.statusCode = status;
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    if (extra) for (const [k, v] of Object.entries(extra)) res.setHeader(k, v);
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+    res.end(body);
+  }
+
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    op: Operation,
+    kind: TrackedEventName | 'identify',
+    path: string,
+    started: bigint,
+  ): Promise<void> {
+    let raw: Buffer | undefined;
+    const handOver = () => {
+      taken.inc({ outcome: 'handed_over' });
+      fallback(raw === undefined ? req : replayRequest(req, raw), res);
+    };
+    const params = router.pathParams(op, path);
+    if (!params) return handOver();
+
+    let parsed: { value: Record<string, unknown>; chars: number } | undefined;
+    if (kind !== 'identify') {
+      const length = plainBody(req);
+      if (length === 0) return handOver();
+      raw = (await readBody(req, length)) ?? undefined;
+      if (raw === undefined) {
+        // cut off or failed mid-body: the client is gone or will get node's own answer
+        if (!res.headersSent) res.destroy();
+        return;
+      }
+      parsed = parseBody(raw);
+      if (!parsed) return handOver();
+    } else if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) {
+      return handOver();
+    }
+    if (!valid(op, req, params, parsed?.value)) return handOver();
+
+    const ip = clientIp(req, config.trustProxy);
+    const client: TrackingClient = {
+      ip,
+      origin: header(req, 'origin'),
+      referer: (req.headers.referrer as string | undefined) || req.headers.referer || '',
+      userAgent: header(req, 'user-agent'),
+      bodyChars: parsed?.chars ?? 0,
+    };
+    const ids = params as unknown as PathIds & { payload: string };
+    const submit =
+      kind === 'identify'
+        ? await tracking.prepareIdentify(client, ids)
+        : await tracking.prepareEvent(client, ids, kind, parsed!.value);
+    if (!submit) return handOver();
+
+    // from here on the request is this path's: charged, and answered here
+    taken.inc({ outcome: 'answered' });
+    const requestId = requestIdOf(header(req, 'x-request-id'));
+    const facts: RequestFacts = { requestId, method: req.method!, path, operation: op.operationId };
+    let status: number;
+    try {
+      await submit();
+      const body = kind === 'identify' ? { core_id: ids.core_id } : { status: 'accepted' };
+      status = kind === 'identify' ? 200 : 202;
+      if (config.validateResponses) {
+        const check = api.validator.validateResponse(body, op.operationId!, status);
+        if (check.errors) {
+          log.error({ operationId: op.operationId, status, errors: check.errors }, 'response does not match the contract');
+          throw new Error(`response of ${op.operationId} (${status}) does not match the contract`);
+        }
+      }
+      write(res, requestId, status, kind === 'identify' ? JSON.stringify(body) : ACCEPTED);
+    } catch (e) {
+      const err: ApiError = errorFor(e, 'tracking', facts, log);
+      status = err.status;
+      write(res, requestId, status, JSON.stringify(err.body), err.headers);
+    }
+    recordOutcome(metrics, log, 'tracking', facts, status, Number(process.hrtime.bigint() - started) / 1e9);
+  }
+
+  return (req, res) => {
+    const url = req.url ?? '';
+    const method = req.method;
+    if ((method !== 'POST' && method !== 'GET') || !url.startsWith('/jsv1/') || !SIMPLE_PATH.test(url)) return fallback(req, res);
+    const op = router.matchOperation({ method, path: url, headers: {} });
+    const kind = op?.operationId === undefined ? undefined : FAST[op.operationId];
+    if (!op || kind === undefined) return fallback(req, res);
+    // the Koa gate decodes the whole path first and refuses what cannot be stored
+    let decoded: string | undefined;
+    try {
+      decoded = decodeURIComponent(url);
+    } catch {
+      decoded = undefined;
+    }
+    if (decoded === undefined || !isStorableText(decoded)) {
+      taken.inc({ outcome: 'handed_over' });
+      return fallback(req, res);
+    }
+    const started = process.hrtime.bigint();
+    handle(req, res, op, kind, url, started).catch((err: unknown) => {
+      // a fault in this path itself: answered as the Koa app answers a fault
+      if (res.headersSent) return res.destroy();
+      const facts: RequestFacts = { requestId: requestIdOf(header(req, 'x-request-id')), method, path: url, operation: op.operationId };
+      const e = errorFor(err, 'tracking', facts, log);
+      write(res, facts.requestId, e.status, JSON.stringify(e.body), e.headers);
+      recordOutcome(metrics, log, 'tracking', facts, e.status, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+  };
+}
