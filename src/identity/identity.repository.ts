@@ -28,10 +28,31 @@ export interface TouchedVisitor {
 }
 
 /**
+ * A returning visitor's row is rewritten only when something about it changed
+ * (roaming_id, user agent, location, corex_id) or its last_seen is older than
+ * this: last_seen (and the visitors_last_seen index entry every rewrite
+ * makes) moves at most once per interval while the visitor browses.
+ */
+export const VISITOR_TOUCH_SECONDS = 60;
+
+/** The condition under which ON CONFLICT rewrites an existing visitor (the rest are only locked). */
+const WORTH_A_WRITE = sql.raw(`
+    WHERE v.last_seen < EXCLUDED.last_seen - interval '${VISITOR_TOUCH_SECONDS} seconds'
+      OR v.roaming_id IS DISTINCT FROM EXCLUDED.roaming_id
+      OR (EXCLUDED.user_agent IS NOT NULL AND v.user_agent IS DISTINCT FROM EXCLUDED.user_agent)
+      OR (EXCLUDED.location IS NOT NULL AND v.location IS DISTINCT FROM EXCLUDED.location)
+      OR (EXCLUDED.corex_id IS NOT NULL AND v.corex_id IS DISTINCT FROM EXCLUDED.corex_id)`);
+
+/**
  * Creates or refreshes visitors, one row per (org_id, core_id) (callers
  * dedupe), and reports each one's person and whether its corex_id changed.
  * The `before` CTE reads the pre-statement rows (and locks them), which is how
  * the old corex_id is known without a second round trip.
+ *
+ * Visitors that need no write (WORTH_A_WRITE) are not returned by the upsert,
+ * but ON CONFLICT has locked them: a second statement reads them, with a
+ * snapshot taken after every change committed before the lock, so their
+ * person_id is the current one (a merge in a concurrent batch included).
  */
 export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<TouchedVisitor[]> {
   if (rows.length === 0) return [];
@@ -72,6 +93,7 @@ export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<Touc
       last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
       user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
       location = COALESCE(EXCLUDED.location, v.location)
+    ${WORTH_A_WRITE}
     RETURNING v.org_id, v.core_id, v.person_id, v.corex_id,
       (SELECT b.corex_id FROM before b WHERE b.org_id = v.org_id AND b.core_id = v.core_id) AS old_corex_id,
       (xmax = 0) AS inserted
@@ -86,9 +108,21 @@ export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<Touc
       last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
       user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
       location = COALESCE(EXCLUDED.location, v.location)
+    ${WORTH_A_WRITE}
     RETURNING v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, (xmax = 0) AS inserted
   `.execute(tx);
-  return out;
+  if (out.length === rows.length) return out;
+  // the visitors left as they were: locked above, read now (unchanged, so old_corex_id = corex_id)
+  const written = new Set(out.map((r) => `${r.org_id}\u0000${r.core_id}`));
+  const rest = JSON.stringify(
+    rows.filter((r) => !written.has(`${r.orgId}\u0000${r.coreId}`)).map((r) => ({ org_id: r.orgId, core_id: r.coreId })),
+  );
+  const { rows: kept } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
+    SELECT v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, false AS inserted
+    FROM jsonb_to_recordset(${rest}::jsonb) AS x(org_id bigint, core_id text)
+    JOIN visitors v ON v.org_id = x.org_id AND v.core_id = x.core_id
+  `.execute(tx);
+  return [...out, ...kept];
 }
 
 /** Persons (other than `person`) that have a visitor with this corex_id. */

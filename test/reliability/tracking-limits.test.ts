@@ -98,8 +98,12 @@ describe('tracking limits on by default (issue 12, point 3)', function () {
     const ok = replies.filter((r) => r.status === 200);
     const limited = replies.filter((r) => r.status === 429);
     expect(ok.length + limited.length, 'every answer is 200 or 429').to.equal(200);
-    expect(ok.length).to.be.at.most(DEFAULT_TRACKING_LIMITS.identify!.limit);
-    expect(limited.length).to.be.at.least(200 - DEFAULT_TRACKING_LIMITS.identify!.limit);
+    // the bucket refills evenly (60/min: one identify a second), so a burst that a loaded
+    // machine stretches over s seconds may take up to s more than the budget
+    const { limit, windowMs } = DEFAULT_TRACKING_LIMITS.identify!;
+    const refilled = Math.ceil((seconds * 1000 * limit) / windowMs);
+    expect(ok.length).to.be.at.most(limit + refilled);
+    expect(limited.length).to.be.at.least(200 - limit - refilled);
     for (const r of limited) {
       expect(r.body.error).to.equal('rate_limited');
       expect(r.body.message).to.be.a('string');
