@@ -118,8 +118,8 @@ export function platformError(status: number, code: number, message: string, err
 }
 
 /** Tracking API: `{error, message}`. */
-export function trackingError(status: number, error: string, message: string): ApiError {
-  return new ApiError(status, { error, message });
+export function trackingError(status: number, error: string, message: string, headers?: Record<string, string>): ApiError {
+  return new ApiError(status, { error, message }, headers);
 }
 
 /** Analytics host, learning events and input errors: `{status: "failed", code, reason}`. */

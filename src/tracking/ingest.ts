@@ -5,7 +5,7 @@
 // only itself.
 import client from 'prom-client';
 import type { Deps } from '../deps.ts';
-import { isUnavailable } from '../http/errors.ts';
+import { isUnavailable, trackingError } from '../http/errors.ts';
 import { processBatch } from './batch.service.ts';
 import { maintainEventPartitions } from './partitions.ts';
 import type { IngestItem } from './ingest.types.ts';
@@ -23,7 +23,17 @@ export interface IngestOptions {
   maxBatch?: number;
   /** transactions in flight at once */
   maxConcurrent?: number;
+  /** items waiting for a transaction at most; beyond it submit refuses (503 + Retry-After) instead of holding more memory */
+  maxQueued?: number;
 }
+
+/**
+ * Items waiting at most, by default. One waiting item is one request held
+ * open (its body, its socket), so the queue is bounded by the clients
+ * connected; this bounds it whatever their number. At about 1 KB per item
+ * it caps the queue near 10 MB, a few seconds of ingest at full rate.
+ */
+export const MAX_QUEUED = 10_000;
 
 interface Pending {
   item: IngestItem;
@@ -40,6 +50,7 @@ function retryable(err: unknown): boolean {
 export function createIngestor(deps: Deps, opts: IngestOptions = {}): Ingestor {
   const maxBatch = opts.maxBatch ?? 256;
   const maxConcurrent = opts.maxConcurrent ?? 2;
+  const maxQueued = opts.maxQueued ?? MAX_QUEUED;
   const queue: Pending[] = [];
   const batchSize = new client.Histogram({
     name: 'trackway_ingest_batch_size',
@@ -110,6 +121,11 @@ export function createIngestor(deps: Deps, opts: IngestOptions = {}): Ingestor {
 
   return {
     submit(item) {
+      if (queue.length >= maxQueued) {
+        return Promise.reject(
+          trackingError(503, 'unavailable', `${queue.length} items are waiting to be stored; retry shortly`, { 'Retry-After': '1' }),
+        );
+      }
       return new Promise<void>((resolve, reject) => {
         queue.push({ item, resolve, reject });
         // let the submissions of this tick join one batch
