@@ -122,7 +122,9 @@ function readBody(req: IncomingMessage, length: number): Promise<Buffer | null> 
       got += c.length;
     });
     req.on('end', () => resolve(got === length ? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, got)) : null));
+    // cut off (the client went away, or node's request timeout closed it): nothing to answer
     req.on('error', () => resolve(null));
+    req.on('close', () => resolve(null));
   });
 }
 
