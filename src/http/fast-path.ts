@@ -62,7 +62,7 @@ const PLAIN_TYPES = new Set(['application/json', 'application/json;charset=utf-8
 /** a request path with nothing unusual in it (no query, no fragment) */
 const SIMPLE_PATH = /^\/jsv1\/[^?#]*$/;
 /** co-body's strict mode: an object or array */
-const STRICT_JSON = /^[\x20\x09\x0a\x0d]*(\[|\{)/;
+const STRICT_JSON = /^[ \t\n\r]*(\[|\{)/;
 /** what co-body's parser (bourne) treats as prototype poisoning, or could: left to it */
 const PROTO_LIKE = /__proto__|\\u00/i;
 
@@ -226,10 +226,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
       bodyChars: parsed?.chars ?? 0,
     };
     const ids = params as unknown as PathIds & { payload: string };
-    const submit =
-      kind === 'identify'
-        ? await tracking.prepareIdentify(client, ids)
-        : await tracking.prepareEvent(client, ids, kind, parsed!.value);
+    const submit = kind === 'identify' ? await tracking.prepareIdentify(client, ids) : await tracking.prepareEvent(client, ids, kind, parsed!.value);
     if (!submit) return handOver();
 
     // from here on the request is this path's: charged, and answered here

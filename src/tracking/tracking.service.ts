@@ -43,12 +43,7 @@ export interface PathIds {
 export interface TrackingService {
   recordEvent(client: TrackingClient, ids: PathIds, name: TrackedEventName, body: Record<string, unknown>): Promise<void>;
   identify(client: TrackingClient, ids: PathIds & { payload: string }): Promise<void>;
-  prepareEvent(
-    client: TrackingClient,
-    ids: PathIds,
-    name: TrackedEventName,
-    body: Record<string, unknown>,
-  ): Promise<(() => Promise<void>) | null>;
+  prepareEvent(client: TrackingClient, ids: PathIds, name: TrackedEventName, body: Record<string, unknown>): Promise<(() => Promise<void>) | null>;
   prepareIdentify(client: TrackingClient, ids: PathIds & { payload: string }): Promise<(() => Promise<void>) | null>;
 }
 

@@ -81,7 +81,10 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
     org = m.organisation.id;
     domain = m.organisation.domain;
     other = (await newMerchant(srv, account)).organisation.id;
-    const s = await srv.api.request('PATCH', `/v1/rest/${account.platform}/organisations/${other}`, { body: { enforce_origin: true, identity_verification: 'required' }, token: account.token });
+    const s = await srv.api.request('PATCH', `/v1/rest/${account.platform}/organisations/${other}`, {
+      body: { enforce_origin: true, identity_verification: 'required' },
+      token: account.token,
+    });
     expect(s.status, s.text).to.equal(200);
   });
   after(async () => {
@@ -116,11 +119,19 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
   }
 
   const JSON_TYPE: Record<string, string> = { 'content-type': 'application/json' };
-  const ev = (name: string, corex = 'null', o = () => org) => (v: { roaming: string; core: string }) => `/jsv1/${o()}/${v.roaming}/${v.core}/${corex}/event/${name}`;
+  const ev =
+    (name: string, corex = 'null', o = () => org) =>
+    (v: { roaming: string; core: string }) =>
+      `/jsv1/${o()}/${v.roaming}/${v.core}/${corex}/event/${name}`;
 
   it('answers well-formed events and identifies itself, byte for byte as Koa does', async () => {
     const before = await metric(fast, 'answered');
-    const cart = { cart_url: `https://${domain}/cart`, product_id: 7, line_items: [{ quantity: 1, title: 'Shirt', line_price: 9.5, id: '1', product_id: 7 }], cart_value: 9.5 };
+    const cart = {
+      cart_url: `https://${domain}/cart`,
+      product_id: 7,
+      line_items: [{ quantity: 1, title: 'Shirt', line_price: 9.5, id: '1', product_id: 7 }],
+      cart_value: 9.5,
+    };
     const cases: [string, unknown, Record<string, string>][] = [
       ['view', { page: `https://${domain}/a` }, JSON_TYPE],
       ['view', { page: `https://${domain}/b` }, { 'content-type': 'text/plain;charset=UTF-8' }],
@@ -135,10 +146,19 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
     }
     const withCorex = await same('POST', ev('view', 'cust-1'), JSON_TYPE, JSON.stringify({ page: `https://${domain}/c` }));
     expect(withCorex.status).to.equal(202);
-    const id = await same('GET', (v) => `/jsv1/identify/${org}/${v.roaming}/${v.core}/${b64url({ email: `${unique('e')}@x.example`, name: 'Jane' })}`);
+    const id = await same(
+      'GET',
+      (v) => `/jsv1/identify/${org}/${v.roaming}/${v.core}/${b64url({ email: `${unique('e')}@x.example`, name: 'Jane' })}`,
+    );
     expect(id.status).to.equal(200);
     // without X-Request-Id each answers a new one
-    const a = await send(fast.url, 'POST', `/jsv1/${org}/r1/${unique('c')}/null/event/view`, JSON_TYPE, JSON.stringify({ page: 'https://x.example/' }));
+    const a = await send(
+      fast.url,
+      'POST',
+      `/jsv1/${org}/r1/${unique('c')}/null/event/view`,
+      JSON_TYPE,
+      JSON.stringify({ page: 'https://x.example/' }),
+    );
     expect(a.headers.find((h) => h.startsWith('X-Request-Id: '))).to.match(/^X-Request-Id: [0-9a-f-]{36}$/);
     expect(await metric(fast, 'answered')).to.equal(before + cases.length + 3);
   });
@@ -152,8 +172,14 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
     const c = new pg.Client({ connectionString: database.url });
     await c.connect();
     try {
-      const events = await c.query(`SELECT core_id, roaming_id, corex_id, name, body FROM events WHERE core_id IN ($1, $2) ORDER BY core_id`, [`${v}-f`, `${v}-k`]);
-      const visitors = await c.query(`SELECT core_id, user_agent, location, corex_id FROM visitors WHERE core_id IN ($1, $2) ORDER BY core_id`, [`${v}-f`, `${v}-k`]);
+      const events = await c.query(`SELECT core_id, roaming_id, corex_id, name, body FROM events WHERE core_id IN ($1, $2) ORDER BY core_id`, [
+        `${v}-f`,
+        `${v}-k`,
+      ]);
+      const visitors = await c.query(`SELECT core_id, user_agent, location, corex_id FROM visitors WHERE core_id IN ($1, $2) ORDER BY core_id`, [
+        `${v}-f`,
+        `${v}-k`,
+      ]);
       const strip = (rows: Record<string, unknown>[]) => rows.map((r) => ({ ...r, core_id: String(r.core_id).slice(0, -2) }));
       expect(events.rows).to.have.length(2);
       expect(strip(events.rows)[0]).to.deep.equal(strip(events.rows)[1]);
@@ -199,7 +225,12 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
       ['payload not base64', 'GET', (v) => `/jsv1/identify/${org}/${v.roaming}/${v.core}/!!!`, {}],
       ['payload not JSON', 'GET', (v) => `/jsv1/identify/${org}/${v.roaming}/${v.core}/${Buffer.from('hi').toString('base64url')}`, {}],
       ['payload invalid', 'GET', (v) => `/jsv1/identify/${org}/${v.roaming}/${v.core}/${b64url({ email: 1 })}`, {}],
-      ['verification required', 'GET', (v) => `/jsv1/identify/${other}/${v.roaming}/${v.core}/${b64url({ email: 'a@b.example' })}`, { origin: `https://x.example` }],
+      [
+        'verification required',
+        'GET',
+        (v) => `/jsv1/identify/${other}/${v.roaming}/${v.core}/${b64url({ email: 'a@b.example' })}`,
+        { origin: `https://x.example` },
+      ],
     ];
     for (const [what, method, path, headers, body] of cases) {
       const r = await same(method, path, headers, body);
@@ -221,7 +252,9 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
     expect(refused.headers.some((h) => /^Retry-After: \d+$/.test(h))).to.equal(true);
     const ids: number[] = [];
     for (let i = 0; i < 5; i++) {
-      const r = await same('GET', (v) => `/jsv1/identify/${org}/${v.roaming}/${v.core}/${b64url({ email: `n${i}@x.example` })}`, { 'x-forwarded-for': '81.2.69.143' });
+      const r = await same('GET', (v) => `/jsv1/identify/${org}/${v.roaming}/${v.core}/${b64url({ email: `n${i}@x.example` })}`, {
+        'x-forwarded-for': '81.2.69.143',
+      });
       ids.push(r.status);
     }
     expect(ids).to.deep.equal([200, 200, 200, 429, 429]);

@@ -26,7 +26,9 @@ describe('tracking: returning visitors are not rewritten on every event', () => 
     srv.api.post(`/jsv1/${org}/${roaming}/${core}/${corex}/event/${name}`, body, { headers: { 'user-agent': ua, 'x-forwarded-for': '81.2.69.160' } });
   const row = async (core: string) => {
     const r = await sql<{ xmin: string; last_seen: Date; user_agent: string; person_id: number; corex_id: string | null }>`
-      SELECT xmin::text AS xmin, last_seen, user_agent, person_id, corex_id FROM visitors WHERE org_id = ${org} AND core_id = ${core}`.execute(srv.deps.db);
+      SELECT xmin::text AS xmin, last_seen, user_agent, person_id, corex_id FROM visitors WHERE org_id = ${org} AND core_id = ${core}`.execute(
+      srv.deps.db,
+    );
     return r.rows[0]!;
   };
   const events = async (core: string) =>
@@ -55,7 +57,9 @@ describe('tracking: returning visitors are not rewritten on every event', () => 
     expect(second.user_agent).to.equal('UA/2');
     expect((await post('r2', core, 'view', { page: `https://${domain}/` }, 'UA/2')).status).to.equal(202);
     expect((await row(core)).xmin, 'new roaming id').to.not.equal(second.xmin);
-    await sql`UPDATE visitors SET last_seen = now() - make_interval(secs => ${VISITOR_TOUCH_SECONDS + 5}) WHERE org_id = ${org} AND core_id = ${core}`.execute(srv.deps.db);
+    await sql`UPDATE visitors SET last_seen = now() - make_interval(secs => ${VISITOR_TOUCH_SECONDS + 5}) WHERE org_id = ${org} AND core_id = ${core}`.execute(
+      srv.deps.db,
+    );
     const stale = await row(core);
     expect((await post('r2', core, 'view', { page: `https://${domain}/` }, 'UA/2')).status).to.equal(202);
     const touched = await row(core);
