@@ -26,6 +26,7 @@ import { startPartitionMaintenance } from './tracking/partitions.ts';
 import { createOrganisationDirectory } from './platform/organisation-directory.ts';
 import { loadGeoLocator } from './tracking/geo.ts';
 import { createIngestor } from './tracking/ingest.ts';
+import { fastTrackingHandlers } from './tracking/fast-ingest.ts';
 
 export interface ServeOptions {
   dispatcher: boolean;
@@ -83,7 +84,7 @@ export async function startOnDatabase(
   // which is kept well below the shorter one so a cut-off is not late by up to 30 s
   const { httpHeadersTimeoutMs, httpRequestTimeoutMs } = config;
   // the hot tracking requests are answered before Koa when well-formed (TRACKWAY_FAST_PATH)
-  const callback = createFastPath(deps, api, app.callback());
+  const callback = createFastPath(deps, api, fastTrackingHandlers(deps), app.callback());
   const worker = opts.worker === undefined ? undefined : String(opts.worker);
   const server = http.createServer(
     {

@@ -20,10 +20,12 @@
 // - validation: the request validators openapi-backend compiled at start from
 //   the contract for this operation (getRequestValidatorsForOperation), called
 //   with the same input the Koa path gives them (params coerced the same way);
-// - the rules (address and organisation limits, unknown organisation, origin
-//   check, identity verification, identify budget, geo): the tracking service
-//   both paths use (src/tracking/tracking.service.ts), asked first without
-//   charging anything; any refusal hands the request to Koa, which refuses it;
+// - the rules: the area's fast handlers (src/tracking/fast-ingest.ts, given
+//   by server.ts: this module reaches no area) call the same service as the
+//   Koa handlers (src/tracking/tracking.service.ts: address and organisation
+//   limits, unknown organisation, origin check, identity verification,
+//   identify budget, geo), asked first without charging anything; any
+//   refusal hands the request to Koa, which refuses it;
 // - the client address as Koa's ctx.ip gives it (TRUST_PROXY: the last
 //   X-Forwarded-For entry), Referer as ctx.get('referer') reads it;
 // - the answer byte for byte as Koa writes it: X-Request-Id (the client's, if
@@ -35,27 +37,37 @@ import { IncomingMessage, type ServerResponse } from 'node:http';
 import client from 'prom-client';
 import type { OpenAPIBackend, Operation } from 'openapi-backend';
 import type { Deps } from '../deps.ts';
-import { type PathIds, type TrackingClient, trackingService } from '../tracking/tracking.service.ts';
-import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
 import { findUnstorable, isStorableText } from './body-guard.ts';
 import { BODY_LIMITS } from './body-limits.ts';
 import type { ApiError } from './errors.ts';
 import { errorFor, recordOutcome, type RequestFacts, requestIdOf } from './outcome.ts';
 import type { FastRouter } from './router.ts';
+import type { OperationId } from './types.ts';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** The operations the fast path answers: their event name, or identify. */
-const FAST: Record<string, TrackedEventName | 'identify'> = {
-  recordViewEvent: 'view',
-  recordUpdateCartEvent: 'updatecart',
-  recordRemoveFromCartEvent: 'removefromcart',
-  recordCheckoutEvent: 'checkout',
-  recordBuyEvent: 'buy',
-  recordProductViewEvent: 'productview',
-  recordCategoryViewEvent: 'categoryview',
-  identifyVisitor: 'identify',
-};
+/** What a fast handler gets: the request as the Koa path would hand it to its handler and rules. */
+export interface FastRequest {
+  /** path parameters, validated and coerced by the contract's validators */
+  params: Record<string, unknown>;
+  /** the parsed, validated body (undefined for operations without one) */
+  body: Record<string, unknown> | undefined;
+  /** as Koa's ctx.ip and ctx.get() give them */
+  ip: string;
+  origin: string;
+  referer: string;
+  userAgent: string;
+  /** length of the decoded body text (0 without a body), as the Koa path's rawBody.length */
+  bodyChars: number;
+}
+
+/**
+ * An area's fast handler: null when anything would refuse the request (it is
+ * then handed to the Koa app, so it must have charged and stored nothing);
+ * otherwise a function that does the work and gives the success answer.
+ */
+export type FastHandler = (r: FastRequest) => Promise<(() => Promise<{ status: number; body: unknown }>) | null>;
+export type FastHandlers = Partial<Record<OperationId, FastHandler>>;
 
 /** Content types taken as they are (lower case, spaces removed); any other goes to Koa. */
 const PLAIN_TYPES = new Set(['application/json', 'application/json;charset=utf-8', 'text/plain', 'text/plain;charset=utf-8']);
@@ -65,8 +77,6 @@ const SIMPLE_PATH = /^\/jsv1\/[^?#]*$/;
 const STRICT_JSON = /^[ \t\n\r]*(\[|\{)/;
 /** what co-body's parser (bourne) treats as prototype poisoning, or could: left to it */
 const PROTO_LIKE = /__proto__|\\u00/i;
-
-const ACCEPTED = JSON.stringify({ status: 'accepted' });
 
 /** A request whose body was read here, as the Koa app expects to read it (a stream of the same bytes). */
 export function replayRequest(req: IncomingMessage, body: Buffer): IncomingMessage {
@@ -144,11 +154,15 @@ function parseBody(raw: Buffer): { value: Record<string, unknown>; chars: number
   return { value: value as Record<string, unknown>, chars: text.length };
 }
 
-export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listener): Listener {
+/**
+ * The server's request listener: the operations in `handlers` (all in the
+ * tracking area: their errors are the tracking API's) answered here when
+ * well-formed, everything else by `fallback` (the Koa app).
+ */
+export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHandlers, fallback: Listener): Listener {
   if (!deps.config.fastPath) return fallback;
   const { log, metrics, config } = deps;
   const router = api.router as FastRouter;
-  const tracking = trackingService(deps);
   const taken = new client.Counter({
     name: 'trackway_fast_path_requests_total',
     help: 'hot /jsv1 requests (events, identify): answered by the fast path, or handed over to the Koa app (anything unusual)',
@@ -160,7 +174,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
 
   /** The contract's compiled request validators of each fast operation, as openapi-backend runs them. */
   const validators = new Map<string, ((data: unknown) => boolean)[]>();
-  for (const id of Object.keys(FAST)) {
+  for (const id of Object.keys(handlers)) {
     const v = api.validator.getRequestValidatorsForOperation(id) as unknown as ((data: unknown) => boolean)[] | null;
     if (!v) throw new Error(`fast path: no request validators for ${id}`);
     validators.set(id, v);
@@ -188,7 +202,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
     req: IncomingMessage,
     res: ServerResponse,
     op: Operation,
-    kind: TrackedEventName | 'identify',
+    handler: FastHandler,
     path: string,
     started: bigint,
   ): Promise<void> {
@@ -201,7 +215,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
     if (!params) return handOver();
 
     let parsed: { value: Record<string, unknown>; chars: number } | undefined;
-    if (kind !== 'identify') {
+    if (op.requestBody) {
       const length = plainBody(req);
       if (length === 0) return handOver();
       raw = (await readBody(req, length)) ?? undefined;
@@ -217,16 +231,15 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
     }
     if (!valid(op, req, params, parsed?.value)) return handOver();
 
-    const ip = clientIp(req, config.trustProxy);
-    const client: TrackingClient = {
-      ip,
+    const submit = await handler({
+      params,
+      body: parsed?.value,
+      ip: clientIp(req, config.trustProxy),
       origin: header(req, 'origin'),
       referer: (req.headers.referrer as string | undefined) || req.headers.referer || '',
       userAgent: header(req, 'user-agent'),
       bodyChars: parsed?.chars ?? 0,
-    };
-    const ids = params as unknown as PathIds & { payload: string };
-    const submit = kind === 'identify' ? await tracking.prepareIdentify(client, ids) : await tracking.prepareEvent(client, ids, kind, parsed!.value);
+    });
     if (!submit) return handOver();
 
     // from here on the request is this path's: charged, and answered here
@@ -235,9 +248,9 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
     const facts: RequestFacts = { requestId, method: req.method!, path, operation: op.operationId };
     let status: number;
     try {
-      await submit();
-      const body = kind === 'identify' ? { core_id: ids.core_id } : { status: 'accepted' };
-      status = kind === 'identify' ? 200 : 202;
+      const answer = await submit();
+      const body = answer.body;
+      status = answer.status;
       if (config.validateResponses) {
         const check = api.validator.validateResponse(body, op.operationId!, status);
         if (check.errors) {
@@ -245,7 +258,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
           throw new Error(`response of ${op.operationId} (${status}) does not match the contract`);
         }
       }
-      write(res, requestId, status, kind === 'identify' ? JSON.stringify(body) : ACCEPTED);
+      write(res, requestId, status, JSON.stringify(body));
     } catch (e) {
       const err: ApiError = errorFor(e, 'tracking', facts, log);
       status = err.status;
@@ -259,8 +272,8 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
     const method = req.method;
     if ((method !== 'POST' && method !== 'GET') || !url.startsWith('/jsv1/') || !SIMPLE_PATH.test(url)) return fallback(req, res);
     const op = router.matchOperation({ method, path: url, headers: {} });
-    const kind = op?.operationId === undefined ? undefined : FAST[op.operationId];
-    if (!op || kind === undefined) return fallback(req, res);
+    const handler = op?.operationId === undefined ? undefined : handlers[op.operationId as OperationId];
+    if (!op || handler === undefined) return fallback(req, res);
     // the Koa gate decodes the whole path first and refuses what cannot be stored
     let decoded: string | undefined;
     try {
@@ -273,7 +286,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, fallback: Listen
       return fallback(req, res);
     }
     const started = process.hrtime.bigint();
-    handle(req, res, op, kind, url, started).catch((err: unknown) => {
+    handle(req, res, op, handler, url, started).catch((err: unknown) => {
       // a fault in this path itself: answered as the Koa app answers a fault
       if (res.headersSent) return res.destroy();
       const facts: RequestFacts = { requestId: requestIdOf(header(req, 'x-request-id')), method, path: url, operation: op.operationId };
