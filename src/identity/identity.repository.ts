@@ -15,6 +15,8 @@ export interface VisitorTouch {
   lastSeen: Date;
   userAgent: string | null;
   location: Location | null;
+  /** written even when fresh and unchanged (an identify: the visitor list shows it as the latest activity) */
+  force?: boolean;
 }
 
 export interface TouchedVisitor {
@@ -36,12 +38,12 @@ export interface TouchedVisitor {
 export const VISITOR_TOUCH_SECONDS = 60;
 
 /** The condition under which ON CONFLICT rewrites an existing visitor (the rest are only locked). */
-const WORTH_A_WRITE = sql.raw(`
+const WORTH_A_WRITE_SQL = `
     WHERE v.last_seen < EXCLUDED.last_seen - interval '${VISITOR_TOUCH_SECONDS} seconds'
       OR v.roaming_id IS DISTINCT FROM EXCLUDED.roaming_id
       OR (EXCLUDED.user_agent IS NOT NULL AND v.user_agent IS DISTINCT FROM EXCLUDED.user_agent)
       OR (EXCLUDED.location IS NOT NULL AND v.location IS DISTINCT FROM EXCLUDED.location)
-      OR (EXCLUDED.corex_id IS NOT NULL AND v.corex_id IS DISTINCT FROM EXCLUDED.corex_id)`);
+      OR (EXCLUDED.corex_id IS NOT NULL AND v.corex_id IS DISTINCT FROM EXCLUDED.corex_id)`;
 
 /**
  * Creates or refreshes visitors, one row per (org_id, core_id) (callers
@@ -49,7 +51,7 @@ const WORTH_A_WRITE = sql.raw(`
  * The `before` CTE reads the pre-statement rows (and locks them), which is how
  * the old corex_id is known without a second round trip.
  *
- * Visitors that need no write (WORTH_A_WRITE) are not returned by the upsert,
+ * Visitors that need no write (WORTH_A_WRITE_SQL) are not returned by the upsert,
  * but ON CONFLICT has locked them: a second statement reads them, with a
  * snapshot taken after every change committed before the lock, so their
  * person_id is the current one (a merge in a concurrent batch included).
@@ -73,6 +75,8 @@ export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<Touc
   // locks) only matters when a row brings a corex_id; most batches bring none
   // and use the cheaper statement.
   const withCorex = rows.some((r) => r.corexId !== null);
+  // a batch with a forced touch writes all its visitors (identifies are few beside events)
+  const WORTH_A_WRITE = sql.raw(rows.some((r) => r.force) ? '' : WORTH_A_WRITE_SQL);
   const { rows: out } = withCorex
     ? await sql<TouchedVisitor>`${sql.raw(PREPARE)}
     WITH incoming AS (

@@ -53,9 +53,11 @@ function visitorTouches(items: IngestItem[]): VisitorTouch[] {
         lastSeen: it.receivedAt,
         userAgent: it.userAgent,
         location: it.location,
+        force: it.kind === 'identify',
       });
       continue;
     }
+    prev.force ||= it.kind === 'identify';
     prev.roamingId = it.roamingId;
     prev.corexId = corexId ?? prev.corexId;
     prev.lastSeen = it.receivedAt > prev.lastSeen ? it.receivedAt : prev.lastSeen;

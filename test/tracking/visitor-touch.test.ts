@@ -67,6 +67,20 @@ describe('tracking: returning visitors are not rewritten on every event', () => 
     expect(touched.last_seen.getTime()).to.be.greaterThan(stale.last_seen.getTime());
   });
 
+  it('always writes the visitor of an identify, so the visitor list shows it as the latest activity', async () => {
+    const core = unique('c');
+    expect((await post('r1', core, 'view', { page: `https://${domain}/` })).status).to.equal(202);
+    const first = await row(core);
+    const payload = Buffer.from(JSON.stringify({ email: `${unique('e')}@x.example` })).toString('base64url');
+    const r = await srv.api.get(`/jsv1/identify/${org}/r1/${core}/${payload}`, {
+      headers: { 'user-agent': 'UA/1', 'x-forwarded-for': '81.2.69.160' },
+    });
+    expect(r.status, r.text).to.equal(200);
+    const after = await row(core);
+    expect(after.xmin).to.not.equal(first.xmin);
+    expect(after.last_seen.getTime()).to.be.greaterThan(first.last_seen.getTime());
+  });
+
   it('still stitches a returning visitor that brings a corex_id', async () => {
     const a = unique('c');
     const b = unique('c');
