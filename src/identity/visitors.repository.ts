@@ -1,6 +1,7 @@
 // Reads of visitors for the platform API, scoped by organisation.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
+import { orgScoped } from '../db/tenancy.ts';
 
 const VISITOR_COLUMNS = [
   'core_id',
@@ -15,10 +16,9 @@ const VISITOR_COLUMNS = [
 ] as const;
 
 export function findVisitor(db: Database, orgId: number, coreId: string) {
-  return db
+  return orgScoped(db, orgId)
     .selectFrom('visitors')
     .select(VISITOR_COLUMNS)
-    .where('org_id', '=', orgId)
     .where('core_id', '=', coreId)
     .executeTakeFirst();
 }
@@ -32,7 +32,7 @@ export interface VisitorQuery {
 }
 
 export function listVisitors(db: Database, q: VisitorQuery) {
-  let query = db.selectFrom('visitors as v').select(VISITOR_COLUMNS.map((c) => `v.${c}` as const)).where('v.org_id', '=', q.orgId);
+  let query = orgScoped(db, q.orgId).selectFrom('visitors as v').select(VISITOR_COLUMNS.map((c) => `v.${c}` as const));
   if (q.contactsOnly) {
     query = query.where(({ exists, selectFrom }) =>
       exists(

@@ -4,8 +4,8 @@ import type { Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
+import { memberOrganisations, orgScoped, type Executor } from '../db/tenancy.ts';
 
-type Db = Database | Transaction<DB>;
 
 export const INTEGRATION_COLUMNS = [
   'id',
@@ -65,8 +65,8 @@ function columns(f: IntegrationFields) {
 }
 
 /** The live (not deleted) integrations of one organisation. */
-function orgScoped(db: Db, orgId: number) {
-  return db.selectFrom('integrations').where('org_id', '=', orgId).where('deleted_at', 'is', null);
+function liveIntegrations(db: Executor, orgId: number) {
+  return orgScoped(db, orgId).selectFrom('integrations').where('deleted_at', 'is', null);
 }
 
 export function insertIntegration(
@@ -83,20 +83,20 @@ export function insertIntegration(
 }
 
 /** A live integration of the organisation, locked for update inside a transaction when asked. */
-export function findIntegration(db: Db, orgId: number, id: number, opts: { lock?: boolean } = {}) {
-  let q = orgScoped(db, orgId).select(INTEGRATION_COLUMNS).where('id', '=', id);
+export function findIntegration(db: Executor, orgId: number, id: number, opts: { lock?: boolean } = {}) {
+  let q = liveIntegrations(db, orgId).select(INTEGRATION_COLUMNS).where('id', '=', id);
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<IntegrationRow | undefined>;
 }
 
 /** A live integration of any organisation assigned to the user. */
-export function findMemberIntegration(db: Db, userId: number, id: number, opts: { lock?: boolean } = {}) {
+export function findMemberIntegration(db: Executor, userId: number, id: number, opts: { lock?: boolean } = {}) {
   let q = db
     .selectFrom('integrations')
     .select(INTEGRATION_COLUMNS)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
-    .where('org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId));
+    .where('org_id', 'in', memberOrganisations(db, userId));
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<IntegrationRow | undefined>;
 }
@@ -107,10 +107,9 @@ export function replaceIntegration(
   id: number,
   fields: IntegrationFields,
 ): Promise<IntegrationRow | undefined> {
-  return tx
+  return orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ ...columns(fields), modified_at: sql<Date>`now()` })
-    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .returning(INTEGRATION_COLUMNS)
@@ -119,10 +118,9 @@ export function replaceIntegration(
 
 /** Soft delete; false when there was no live integration to delete. */
 export async function deleteIntegration(tx: Transaction<DB>, orgId: number, id: number): Promise<boolean> {
-  const r = await tx
+  const r = await orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ deleted_at: sql<Date>`now()`, active: false, modified_at: sql<Date>`now()` })
-    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
@@ -130,18 +128,17 @@ export async function deleteIntegration(tx: Transaction<DB>, orgId: number, id: 
 }
 
 /** Live integrations of the organisation, oldest first, after `afterId` when given. */
-export function listIntegrations(db: Db, orgId: number, opts: { afterId?: number; limit: number }) {
-  let q = orgScoped(db, orgId).select(INTEGRATION_COLUMNS);
+export function listIntegrations(db: Executor, orgId: number, opts: { afterId?: number; limit: number }) {
+  let q = liveIntegrations(db, orgId).select(INTEGRATION_COLUMNS);
   if (opts.afterId !== undefined) q = q.where('id', '>', opts.afterId);
   return q.orderBy('id', 'asc').limit(opts.limit).execute() as Promise<IntegrationRow[]>;
 }
 
 /** Deactivates a live, active integration (Trackway disabling a failing endpoint); false when it was not active. */
 export async function deactivateIntegration(tx: Transaction<DB>, orgId: number, id: number): Promise<boolean> {
-  const r = await tx
+  const r = await orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ active: false, modified_at: sql<Date>`now()` })
-    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('active', '=', true)
     .where('deleted_at', 'is', null)

@@ -32,8 +32,8 @@ import { eventExportedPayload } from '../webhooks/payloads/event-exported.ts';
 import type { Target } from '../webhooks/targets.ts';
 import { insertEvents } from './events.repository.ts';
 import type { EventItem, IdentifyItem, IngestItem } from './ingest.types.ts';
+import { type Tx } from '../db/tenancy.ts';
 
-type Tx = Transaction<DB>;
 const key = (orgId: number, coreId: string) => `${orgId}\u0000${coreId}`;
 
 /** One touch per visitor: earliest first_seen, latest everything else. */

@@ -7,6 +7,7 @@
 // - contacts: visitor_contacts_linked (org_id, linked_at, contact_id).
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
+import { orgScoped } from '../db/tenancy.ts';
 
 export interface HourBucket {
   hour: Date;
@@ -21,14 +22,13 @@ export interface HourBucket {
  * `recent` counts the ones at or after `recentSince` (the short window).
  */
 export async function eventsPerHour(db: Database, orgId: number, since: Date, recentSince: Date, until: Date): Promise<HourBucket[]> {
-  const rows = await db
+  const rows = await orgScoped(db, orgId)
     .selectFrom('events')
     .select([
       sql<Date>`date_trunc('hour', received_at, 'UTC')`.as('hour'),
       sql<string>`count(*)`.as('count'),
       sql<string>`count(*) FILTER (WHERE received_at >= ${recentSince})`.as('recent'),
     ])
-    .where('org_id', '=', orgId)
     .where('received_at', '>=', since)
     .where('received_at', '<=', until)
     .groupBy(sql`1`)
@@ -38,13 +38,12 @@ export async function eventsPerHour(db: Database, orgId: number, since: Date, re
 
 /** Visitors last seen since `since`, and of those, since `recentSince`. */
 export async function visitorsSeen(db: Database, orgId: number, since: Date, recentSince: Date) {
-  const row = await db
+  const row = await orgScoped(db, orgId)
     .selectFrom('visitors')
     .select([
       sql<string>`count(*)`.as('total'),
       sql<string>`count(*) FILTER (WHERE last_seen >= ${recentSince})`.as('recent'),
     ])
-    .where('org_id', '=', orgId)
     .where('last_seen', '>=', since)
     .executeTakeFirstOrThrow();
   return { total: Number(row.total), recent: Number(row.recent) };
@@ -52,13 +51,12 @@ export async function visitorsSeen(db: Database, orgId: number, since: Date, rec
 
 /** Distinct contacts linked to a visitor since `since`, and of those, since `recentSince`. */
 export async function contactsLinked(db: Database, orgId: number, since: Date, recentSince: Date) {
-  const row = await db
+  const row = await orgScoped(db, orgId)
     .selectFrom('visitor_contacts')
     .select([
       sql<string>`count(DISTINCT contact_id)`.as('total'),
       sql<string>`count(DISTINCT contact_id) FILTER (WHERE linked_at >= ${recentSince})`.as('recent'),
     ])
-    .where('org_id', '=', orgId)
     .where('linked_at', '>=', since)
     .executeTakeFirstOrThrow();
   return { total: Number(row.total), recent: Number(row.recent) };

@@ -4,8 +4,8 @@
 import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
+import { type Tx } from '../db/tenancy.ts';
 
-type Tx = Transaction<DB>;
 
 export interface Backlog {
   org_id: number;

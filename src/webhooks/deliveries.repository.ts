@@ -4,8 +4,8 @@ import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB, DeliveryStatus } from '../db/schema.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
+import { memberOrganisations, orgScoped, type Executor } from '../db/tenancy.ts';
 
-type Db = Database | Transaction<DB>;
 
 const DELIVERY_COLUMNS = [
   'deliveries.org_id',
@@ -47,17 +47,14 @@ export interface AttemptRow {
   response_excerpt: string | null;
 }
 
-function orgScoped(db: Db, orgId: number) {
-  return db.selectFrom('deliveries').where('deliveries.org_id', '=', orgId);
-}
 
 /** Deliveries of the organisation, newest first, below `beforeId` when given. */
 export function listDeliveries(
-  db: Db,
+  db: Executor,
   orgId: number,
   opts: { status?: DeliveryStatus; integrationId?: number; beforeId?: number; limit: number },
 ): Promise<DeliveryRow[]> {
-  let q = orgScoped(db, orgId).select(DELIVERY_COLUMNS);
+  let q = orgScoped(db, orgId).selectFrom('deliveries').select(DELIVERY_COLUMNS);
   if (opts.status !== undefined) q = q.where('deliveries.status', '=', opts.status);
   if (opts.integrationId !== undefined) q = q.where('deliveries.integration_id', '=', opts.integrationId);
   if (opts.beforeId !== undefined) q = q.where('deliveries.id', '<', opts.beforeId);
@@ -65,23 +62,22 @@ export function listDeliveries(
 }
 
 /** A delivery of any organisation assigned to the user, locked for update inside a transaction when asked. */
-export function findMemberDelivery(db: Db, userId: number, id: number, opts: { lock?: boolean } = {}) {
+export function findMemberDelivery(db: Executor, userId: number, id: number, opts: { lock?: boolean } = {}) {
   let q = db
     .selectFrom('deliveries')
     .select(DELIVERY_COLUMNS)
     .where('deliveries.id', '=', id)
-    .where('deliveries.org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId));
+    .where('deliveries.org_id', 'in', memberOrganisations(db, userId));
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<DeliveryRow | undefined>;
 }
 
 /** Attempts of these deliveries of the organisation, in the order they were made. */
-export function attemptsOf(db: Db, orgId: number, deliveryIds: number[]): Promise<AttemptRow[]> {
+export function attemptsOf(db: Executor, orgId: number, deliveryIds: number[]): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return Promise.resolve([]);
-  return db
+  return orgScoped(db, orgId)
     .selectFrom('delivery_attempts')
     .select(['delivery_id', 'n', 'attempted_at', 'status_code', 'duration_ms', 'error', 'response_excerpt'])
-    .where('org_id', '=', orgId)
     .where('delivery_id', 'in', deliveryIds)
     .orderBy('delivery_id')
     .orderBy('n')
@@ -89,11 +85,10 @@ export function attemptsOf(db: Db, orgId: number, deliveryIds: number[]): Promis
 }
 
 /** Whether the integration is active and not deleted. */
-export async function integrationIsLive(db: Db, orgId: number, integrationId: number): Promise<boolean> {
-  const row = await db
+export async function integrationIsLive(db: Executor, orgId: number, integrationId: number): Promise<boolean> {
+  const row = await orgScoped(db, orgId)
     .selectFrom('integrations')
     .select('id')
-    .where('org_id', '=', orgId)
     .where('id', '=', integrationId)
     .where('active', '=', true)
     .where('deleted_at', 'is', null)
@@ -107,7 +102,7 @@ export async function integrationIsLive(db: Db, orgId: number, integrationId: nu
  * once the transaction commits.
  */
 export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: number): Promise<DeliveryRow | undefined> {
-  const row = (await tx
+  const row = (await orgScoped(tx, orgId)
     .updateTable('deliveries')
     .set((eb) => ({
       status: 'pending',
@@ -115,7 +110,6 @@ export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: nu
       schedule_start: eb.ref('attempts_count'),
       delivered_at: null,
     }))
-    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('status', 'in', ['failed', 'cancelled'])
     .returning(DELIVERY_COLUMNS)
@@ -135,12 +129,12 @@ export interface TestTargetRow {
 }
 
 /** A live (not deleted) integration of any organisation assigned to the user. */
-export function findMemberIntegrationTarget(db: Db, userId: number, id: number): Promise<TestTargetRow | undefined> {
+export function findMemberIntegrationTarget(db: Executor, userId: number, id: number): Promise<TestTargetRow | undefined> {
   return db
     .selectFrom('integrations')
     .select(['id', 'org_id', 'endpoint', 'auth_token_enc', 'signing_secret_enc', 'http_timeout', 'modified_at'])
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
-    .where('org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId))
+    .where('org_id', 'in', memberOrganisations(db, userId))
     .executeTakeFirst() as Promise<TestTargetRow | undefined>;
 }

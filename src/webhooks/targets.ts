@@ -7,6 +7,7 @@
 import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
+import { orgScoped } from '../db/tenancy.ts';
 
 export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
 
@@ -30,10 +31,9 @@ export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
       const hit = entries.get(orgId);
       const now = Date.now();
       if (hit && now - hit.at < ttlMs) return hit.targets;
-      const targets = db
+      const targets = orgScoped(db, orgId)
         .selectFrom('integrations')
         .select(['id', 'do_events', 'do_contacts'])
-        .where('org_id', '=', orgId)
         .where('active', '=', true)
         .where('deleted_at', 'is', null)
         .orderBy('id')
