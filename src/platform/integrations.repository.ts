@@ -1,9 +1,9 @@
 // integrations: Kysely only. Every query is scoped by organisation, and a
 // deleted integration (deleted_at set) is invisible to all of them.
-import type { Transaction } from 'kysely';
+import type { Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
+import type { DB, IntegrationsTable } from '../db/schema.ts';
 import { memberOrganisations, orgScoped, type Executor } from '../db/tenancy.ts';
 
 
@@ -23,21 +23,8 @@ export const INTEGRATION_COLUMNS = [
   'modified_at',
 ] as const;
 
-export interface IntegrationRow {
-  id: number;
-  org_id: number;
-  type: 'WEBHOOK';
-  active: boolean;
-  endpoint: string;
-  auth_token_enc: string | null;
-  auth_token_hint: string | null;
-  http_timeout: number;
-  do_events: boolean;
-  do_contacts: boolean;
-  signing_secret_enc: string;
-  created_at: Date;
-  modified_at: Date;
-}
+/** A live integration: every column but deleted_at. */
+export type IntegrationRow = Omit<Selectable<IntegrationsTable>, 'deleted_at'>;
 
 /** The replaceable fields of an integration, as stored. */
 export interface IntegrationFields {
@@ -144,4 +131,39 @@ export async function deactivateIntegration(tx: Transaction<DB>, orgId: number, 
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
+}
+
+// What other areas read of integrations: functions here, so that no other
+// area queries the table itself.
+
+/** The active integrations of an organisation that receive notifications (webhooks' target cache). */
+export function listActiveTargets(db: Executor, orgId: number) {
+  return liveIntegrations(db, orgId).select(['id', 'do_events', 'do_contacts']).where('active', '=', true).orderBy('id').execute();
+}
+
+/** Whether the integration is active and not deleted. */
+export async function integrationIsLive(db: Executor, orgId: number, integrationId: number): Promise<boolean> {
+  const row = await liveIntegrations(db, orgId).select('id').where('id', '=', integrationId).where('active', '=', true).executeTakeFirst();
+  return row !== undefined;
+}
+
+export type IntegrationTargetRow = Pick<
+  IntegrationRow,
+  'id' | 'org_id' | 'endpoint' | 'auth_token_enc' | 'signing_secret_enc' | 'http_timeout' | 'modified_at'
+>;
+
+/** A live (not deleted) integration of any organisation assigned to the user: what a test delivery needs. */
+export function findMemberIntegrationTarget(db: Executor, userId: number, id: number): Promise<IntegrationTargetRow | undefined> {
+  return db
+    .selectFrom('integrations')
+    .select(['id', 'org_id', 'endpoint', 'auth_token_enc', 'signing_secret_enc', 'http_timeout', 'modified_at'])
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .where('org_id', 'in', memberOrganisations(db, userId))
+    .executeTakeFirst();
+}
+
+/** Every organisation's active, live integrations (org_id, id): a subquery for the webhook backlog count. */
+export function activeIntegrationKeys(db: Executor) {
+  return db.selectFrom('integrations').select(['org_id', 'id']).where('active', '=', true).where('deleted_at', 'is', null);
 }

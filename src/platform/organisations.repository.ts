@@ -1,8 +1,8 @@
 // organisations and organisation_members: Kysely only. Timestamps are
 // formatted by PostgreSQL in the interface's `YYYY-MM-DDTHH:MM:SS.ffffff+00:00`.
-import { type Transaction, sql } from 'kysely';
+import { type Selectable, type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
+import type { DB, OrganisationsTable } from '../db/schema.ts';
 import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
 
 
@@ -31,29 +31,11 @@ const ORGANISATION_COLUMNS = [
   'organisations.identity_secret_enc',
 ] as const;
 
-export interface OrganisationRow {
-  id: number;
-  /** in clear only in rows not yet sealed (see organisationToken) */
-  token: string | null;
-  token_enc: string | null;
-  name: string;
-  domain: string;
-  currency: string;
-  country_code: string;
-  is_active: boolean;
-  logo: string;
-  wid: string | null;
-  referer: string | null;
-  features_enabled: string;
-  organisation_name: string;
+/** An organisation as read here: its columns (the token in clear only in rows not yet sealed, see organisationToken), timestamps as microsecond ISO text. */
+export type OrganisationRow = Omit<Selectable<OrganisationsTable>, 'token_hash' | 'created_by' | 'created_at' | 'modified_at'> & {
   created_at: string;
   modified_at: string;
-  domain_key: string;
-  identity_verification: 'optional' | 'required';
-  allowed_domains: string[] | null;
-  enforce_origin: boolean;
-  identity_secret_enc: string | null;
-}
+};
 
 export interface NewOrganisation {
   /** the token sealed with the secret key */

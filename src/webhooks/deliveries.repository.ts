@@ -4,7 +4,7 @@ import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB, DeliveryStatus } from '../db/schema.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
-import { memberOrganisations, orgScoped, type Executor } from '../db/tenancy.ts';
+import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
 
 
 const DELIVERY_COLUMNS = [
@@ -84,18 +84,6 @@ export function attemptsOf(db: Executor, orgId: number, deliveryIds: number[]): 
     .execute();
 }
 
-/** Whether the integration is active and not deleted. */
-export async function integrationIsLive(db: Executor, orgId: number, integrationId: number): Promise<boolean> {
-  const row = await orgScoped(db, orgId)
-    .selectFrom('integrations')
-    .select('id')
-    .where('id', '=', integrationId)
-    .where('active', '=', true)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
 /**
  * Puts a failed or cancelled delivery back to pending, due now, with a fresh
  * retry schedule (attempt numbers keep counting), and wakes the dispatchers
@@ -116,25 +104,4 @@ export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: nu
     .executeTakeFirst()) as DeliveryRow | undefined;
   if (row) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
   return row;
-}
-
-export interface TestTargetRow {
-  id: number;
-  org_id: number;
-  endpoint: string;
-  auth_token_enc: string | null;
-  signing_secret_enc: string;
-  http_timeout: number;
-  modified_at: Date;
-}
-
-/** A live (not deleted) integration of any organisation assigned to the user. */
-export function findMemberIntegrationTarget(db: Executor, userId: number, id: number): Promise<TestTargetRow | undefined> {
-  return db
-    .selectFrom('integrations')
-    .select(['id', 'org_id', 'endpoint', 'auth_token_enc', 'signing_secret_enc', 'http_timeout', 'modified_at'])
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .where('org_id', 'in', memberOrganisations(db, userId))
-    .executeTakeFirst() as Promise<TestTargetRow | undefined>;
 }

@@ -12,10 +12,10 @@ import {
   type DeliveryRow,
   attemptsOf,
   findMemberDelivery,
-  integrationIsLive,
   listDeliveries as listRows,
   requeueDelivery,
 } from './deliveries.repository.ts';
+import { integrationIsLive } from '../platform/integrations.repository.ts';
 
 export type Delivery = Schemas['Delivery'];
 

@@ -7,7 +7,7 @@
 import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
-import { orgScoped } from '../db/tenancy.ts';
+import { listActiveTargets } from '../platform/integrations.repository.ts';
 
 export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
 
@@ -31,14 +31,7 @@ export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
       const hit = entries.get(orgId);
       const now = Date.now();
       if (hit && now - hit.at < ttlMs) return hit.targets;
-      const targets = orgScoped(db, orgId)
-        .selectFrom('integrations')
-        .select(['id', 'do_events', 'do_contacts'])
-        .where('active', '=', true)
-        .where('deleted_at', 'is', null)
-        .orderBy('id')
-        .execute()
-        .then((rows) => rows.map((r) => ({ id: r.id, doEvents: r.do_events, doContacts: r.do_contacts })));
+      const targets = listActiveTargets(db, orgId).then((rows) => rows.map((r) => ({ id: r.id, doEvents: r.do_events, doContacts: r.do_contacts })));
       entries.set(orgId, { at: now, targets });
       targets.catch(() => entries.delete(orgId));
       return targets;
