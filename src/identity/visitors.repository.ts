@@ -72,3 +72,29 @@ export async function contactsOfPersons(db: Database, orgId: number, persons: nu
     .orderBy('c.id')
     .execute();
 }
+
+/** Visitors last seen since `since`, and of those, since `recentSince`. */
+export async function visitorsSeen(db: Database, orgId: number, since: Date, recentSince: Date) {
+  const row = await orgScoped(db, orgId)
+    .selectFrom('visitors')
+    .select([
+      sql<string>`count(*)`.as('total'),
+      sql<string>`count(*) FILTER (WHERE last_seen >= ${recentSince})`.as('recent'),
+    ])
+    .where('last_seen', '>=', since)
+    .executeTakeFirstOrThrow();
+  return { total: Number(row.total), recent: Number(row.recent) };
+}
+
+/** Distinct contacts linked to a visitor since `since`, and of those, since `recentSince`. */
+export async function contactsLinked(db: Database, orgId: number, since: Date, recentSince: Date) {
+  const row = await orgScoped(db, orgId)
+    .selectFrom('visitor_contacts')
+    .select([
+      sql<string>`count(DISTINCT contact_id)`.as('total'),
+      sql<string>`count(DISTINCT contact_id) FILTER (WHERE linked_at >= ${recentSince})`.as('recent'),
+    ])
+    .where('linked_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return { total: Number(row.total), recent: Number(row.recent) };
+}

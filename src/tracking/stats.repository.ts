@@ -35,29 +35,3 @@ export async function eventsPerHour(db: Database, orgId: number, since: Date, re
     .execute();
   return rows.map((r) => ({ hour: r.hour, count: Number(r.count), recent: Number(r.recent) }));
 }
-
-/** Visitors last seen since `since`, and of those, since `recentSince`. */
-export async function visitorsSeen(db: Database, orgId: number, since: Date, recentSince: Date) {
-  const row = await orgScoped(db, orgId)
-    .selectFrom('visitors')
-    .select([
-      sql<string>`count(*)`.as('total'),
-      sql<string>`count(*) FILTER (WHERE last_seen >= ${recentSince})`.as('recent'),
-    ])
-    .where('last_seen', '>=', since)
-    .executeTakeFirstOrThrow();
-  return { total: Number(row.total), recent: Number(row.recent) };
-}
-
-/** Distinct contacts linked to a visitor since `since`, and of those, since `recentSince`. */
-export async function contactsLinked(db: Database, orgId: number, since: Date, recentSince: Date) {
-  const row = await orgScoped(db, orgId)
-    .selectFrom('visitor_contacts')
-    .select([
-      sql<string>`count(DISTINCT contact_id)`.as('total'),
-      sql<string>`count(DISTINCT contact_id) FILTER (WHERE linked_at >= ${recentSince})`.as('recent'),
-    ])
-    .where('linked_at', '>=', since)
-    .executeTakeFirstOrThrow();
-  return { total: Number(row.total), recent: Number(row.recent) };
-}
