@@ -79,3 +79,8 @@ export async function upgradePasswordHash(db: Executor, userId: number, previous
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
+
+/** What checking a bearer token needs of its user. */
+export function findSessionUser(db: Executor, id: number) {
+  return db.selectFrom('users').select(['id', 'platform_name', 'is_active', 'session_version']).where('id', '=', id).executeTakeFirst();
+}

@@ -4,12 +4,10 @@
 // invalidates its entry (in this process directly, in others through the
 // `trackway_integrations` NOTIFY channel), and entries expire after a few
 // seconds as a fallback.
-import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
 import { listActiveTargets } from '../platform/integrations.repository.ts';
 
-export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
+export { announceIntegrationChange, INTEGRATIONS_CHANNEL } from './targets.repository.ts';
 
 export interface Target {
   id: number;
@@ -43,9 +41,4 @@ export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
       entries.clear();
     },
   };
-}
-
-/** Tells every process (after commit) that this organisation's integrations changed. */
-export async function announceIntegrationChange(tx: Transaction<DB>, orgId: number): Promise<void> {
-  await sql`SELECT pg_notify(${INTEGRATIONS_CHANNEL}, ${String(orgId)})`.execute(tx);
 }
