@@ -5,7 +5,7 @@ import type Koa from 'koa';
 import { OpenAPIBackend, type Context, type Handler } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import type { Deps } from '../deps.ts';
-import { authenticate } from '../platform/auth.ts';
+import { authenticate } from './registry.ts';
 import { createAjv } from './ajv.ts';
 import { FastRouter } from './router.ts';
 import { contractDocument } from './contract.ts';
@@ -119,9 +119,6 @@ export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenA
       throw areaError(areaOf(ctx.path), 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`, {
         headers: { Allow: [...new Set(allowed)].join(', ') },
       });
-    },
-    notImplemented: (c: Context, ctx: Koa.Context) => {
-      throw areaError(areaOf(ctx.path), 'not_implemented', `${c.operation.operationId} is not implemented yet`);
     },
     unauthorizedHandler: (c: Context) => {
       const failure = (c.security.bearerAuth as { error?: unknown } | undefined)?.error;
