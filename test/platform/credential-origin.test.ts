@@ -13,7 +13,7 @@ import { type Account, newAccount, newMerchant, newWebhook } from './helpers.ts'
 
 const TOKEN = 'merchant-credential-7f3a9c2e4b1d';
 
-describe('a credential never reaches a new origin (issue 12, point 5)', function () {
+describe('a credential never reaches a new origin', function () {
   this.timeout(60_000);
   let srv: TestServer;
   let account: Account;

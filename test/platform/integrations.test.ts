@@ -44,7 +44,7 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
       expect(Object.keys(r.body).sort()).to.deep.equal(['code', 'integration', 'message']);
       expect(r.body).to.include({ code: 2011, message: 'Created' });
       const i = r.body.integration;
-      // issue 12 added `health` to every integration answer
+      // every integration answer carries `health`
       expect(Object.keys(i).sort()).to.deep.equal(['active', 'created_at', 'data', 'health', 'id', 'modified_at', 'org_id', 'signing_secret', 'type']);
       expect(i.health).to.deep.equal({
         state: 'healthy',

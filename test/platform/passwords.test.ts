@@ -18,7 +18,7 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - t;
 }
 
-describe('password hashing (issue 12, point 6)', function () {
+describe('password hashing', function () {
   this.timeout(120_000);
 
   describe('at the production cost (PASSWORD_HASH_COST=17)', () => {

@@ -1,4 +1,4 @@
-// DESIGN "Limits" (as changed by issue 12, point 4): failed logins are limited
+// DESIGN "Limits": failed logins are limited
 // per (email, client address) and per client address (429/4290 with
 // Retry-After until the window passes), never per email alone; successful
 // logins are not counted. A dedicated server with LOGIN_RATE_LIMIT=3/1m and
@@ -41,7 +41,7 @@ describe('login rate limit (LOGIN_RATE_LIMIT=3/1m, LOGIN_ADDRESS_RATE_LIMIT=5/1m
     for (let i = 0; i < 3; i++) expect((await attempt(srv, email, 'wrong', ip)).status).to.equal(401);
     expectLimited(await attempt(srv, email, 'wrong', ip), 60);
     expectLimited(await attempt(srv, email, PASSWORD, ip), 60);
-    // issue 12: failures from one address never lock the account out elsewhere
+    // failures from one address never lock the account out elsewhere
     expect((await attempt(srv, email, PASSWORD, uniqueIp())).status).to.equal(200);
     // another email from a fresh IP is unaffected
     const other = await account(srv);
@@ -69,7 +69,7 @@ describe('login rate limit (LOGIN_RATE_LIMIT=3/1m, LOGIN_ADDRESS_RATE_LIMIT=5/1m
     const email = await account(srv);
     const ip = uniqueIp();
     for (let i = 0; i < 6; i++) expect((await attempt(srv, email, PASSWORD, ip)).status).to.equal(200);
-    // (the attempts now come from one address: failures from different addresses are counted apart since issue 12)
+    // (the attempts now come from one address: failures from different addresses are counted apart)
     expect((await attempt(srv, email, 'wrong', ip)).status).to.equal(401);
     expect((await attempt(srv, email, 'wrong', ip)).status).to.equal(401);
     expect((await attempt(srv, email, PASSWORD, ip)).status).to.equal(200);

@@ -38,7 +38,7 @@ async function dump(db: Kysely<any>, tables: string[]): Promise<string> {
   return out;
 }
 
-describe('secrets at rest (issue 12, point 6)', function () {
+describe('secrets at rest', function () {
   this.timeout(60_000);
 
   describe('a running server', () => {

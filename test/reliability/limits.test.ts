@@ -1,5 +1,5 @@
 // Limits (DESIGN §4, §6): TRACKING_RATE_LIMIT per client IP and per organisation
-// on /jsv1 and the learning endpoint (on by default since issue 12), request size limits
+// on /jsv1 and the learning endpoint (on by default), request size limits
 // for every area (Content-Length and chunked), and slow clients cut off by
 // HTTP_HEADERS_TIMEOUT / HTTP_REQUEST_TIMEOUT without holding the server.
 import net from 'node:net';
@@ -86,7 +86,7 @@ describe('limits', function () {
       for (let i = 0; i < 2 * LIMIT; i++) expect((await learn('no-such-token', ip())).body.code).to.equal(5104);
     });
 
-    it('is on by default since issue 12 (sized for a busy shop behind one NAT: test/reliability/tracking-limits.test.ts)', async () => {
+    it('is on by default (sized for a busy shop behind one NAT: test/reliability/tracking-limits.test.ts)', async () => {
       expect(loadConfig({}).trackingLimits.ip).to.deep.equal({ limit: 6000, windowMs: 60_000 });
       const plain = await startTestServer();
       try {
