@@ -89,7 +89,7 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
     provider: new FileMigrationProvider({ fs, path, migrationFolder: MIGRATIONS }),
   });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
+  if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 

@@ -125,6 +125,7 @@ export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenA
       if (failure instanceof ApiError) throw failure;
       // anything else (the database unreachable, a bug) is not the caller's fault:
       // rethrown, it renders as 503 or 500 instead of a misleading 401
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- whatever the security handler threw, as it was
       if (failure) throw failure;
       throw new ApiError(
         401,

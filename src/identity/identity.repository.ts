@@ -1,8 +1,8 @@
 // Visitors, persons (stitched visitors), contacts and the product URL
 // catalogue. Every statement is scoped by org_id first.
-import { type Kysely, sql } from 'kysely';
+import { sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
-import type { DB, Location, RecentView } from '../db/schema.ts';
+import type { Location, RecentView } from '../db/schema.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
 
 

@@ -2,7 +2,6 @@
 // deleted integration (deleted_at set) is invisible to all of them.
 import type { Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
-import type { Database } from '../db/database.ts';
 import type { DB, IntegrationsTable } from '../db/schema.ts';
 import { memberOrganisations, orgScoped, type Executor } from '../db/tenancy.ts';
 

@@ -1,7 +1,7 @@
 // The trust settings of organisations (DESIGN.md §6 "Trust"): Kysely only.
 // allowed_domains NULL means the default (the organisation's domain_key);
 // identity_secret_enc is sealed by the caller with the server's Cipher.
-import { type Kysely, type Transaction, sql } from 'kysely';
+import { type Transaction, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { type Executor } from '../db/tenancy.ts';
 

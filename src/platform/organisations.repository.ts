@@ -1,7 +1,6 @@
 // organisations and organisation_members: Kysely only. Timestamps are
 // formatted by PostgreSQL in the interface's `YYYY-MM-DDTHH:MM:SS.ffffff+00:00`.
 import { type Selectable, type Transaction, sql } from 'kysely';
-import type { Database } from '../db/database.ts';
 import type { DB, OrganisationsTable } from '../db/schema.ts';
 import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
 

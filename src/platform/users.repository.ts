@@ -1,8 +1,6 @@
 // users: platform accounts, client users and analytics-host registrations share
 // one table and one email space (email_key is the normalised email).
-import { type Transaction, sql } from 'kysely';
-import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
+import { sql } from 'kysely';
 import { type Executor } from '../db/tenancy.ts';
 
 

@@ -1,9 +1,8 @@
 // SQL of the outbox backlog bound (backlog.ts): pending deliveries counted
 // per live integration, stopping at the bound, and the table of integrations
 // at the bound that the outbox insert reads (outbox.repository.ts).
-import { type Transaction, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
 import type { Executor, Tx } from '../db/tenancy.ts';
 import { activeIntegrationKeys } from '../platform/integrations.repository.ts';
 

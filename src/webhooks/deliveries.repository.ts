@@ -1,7 +1,6 @@
 // Deliveries as the platform API reads them: Kysely only. Every query is
 // scoped to one organisation, or to the organisations assigned to the caller.
 import { type Transaction, sql } from 'kysely';
-import type { Database } from '../db/database.ts';
 import type { DB, DeliveryStatus } from '../db/schema.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
 import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
@@ -58,7 +57,7 @@ export function listDeliveries(
   if (opts.status !== undefined) q = q.where('deliveries.status', '=', opts.status);
   if (opts.integrationId !== undefined) q = q.where('deliveries.integration_id', '=', opts.integrationId);
   if (opts.beforeId !== undefined) q = q.where('deliveries.id', '<', opts.beforeId);
-  return q.orderBy('deliveries.id', 'desc').limit(opts.limit).execute() as Promise<DeliveryRow[]>;
+  return q.orderBy('deliveries.id', 'desc').limit(opts.limit).execute();
 }
 
 /** A delivery of any organisation assigned to the user, locked for update inside a transaction when asked. */
@@ -101,7 +100,7 @@ export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: nu
     .where('id', '=', id)
     .where('status', 'in', ['failed', 'cancelled'])
     .returning(DELIVERY_COLUMNS)
-    .executeTakeFirst()) as DeliveryRow | undefined;
+    .executeTakeFirst());
   if (row) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
   return row;
 }

@@ -118,7 +118,7 @@ export async function retryDelivery(deps: Pick<Deps, 'db'>, principal: Principal
     const requeued = await requeueDelivery(tx, row.org_id, row.id);
     if (!requeued) throw notFound();
     // answered as committed, before any dispatcher can pick it up
-    const [delivery] = await withAttempts({ db: tx as never }, row.org_id, [requeued]);
+    const [delivery] = await withAttempts({ db: tx }, row.org_id, [requeued]);
     return delivery!;
   });
 }

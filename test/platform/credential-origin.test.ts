@@ -39,7 +39,7 @@ describe('a credential never reaches a new origin', function () {
   async function integration() {
     const org = (await newMerchant(srv, account)).organisation.id;
     const hook = await newWebhook(srv, account, org, { endpoint: merchantHooks.url, authToken: TOKEN, do_events: false, do_contacts: true });
-    return { org, id: hook.id as number };
+    return { org, id: hook.id };
   }
 
   /** The next request the receiver gets after `from` requests. */

@@ -121,7 +121,7 @@ describe('password hashing', function () {
       const settled = await Promise.allSettled(Array.from({ length: MAX_RUNNING + MAX_WAITING + 10 }, () => verifyPassword('p', h, 15)));
       const busy = settled.filter((s) => s.status === 'rejected');
       expect(busy).to.have.length(10);
-      for (const b of busy) expect((b as PromiseRejectedResult).reason).to.be.instanceOf(PasswordHashBusy);
+      for (const b of busy) expect((b).reason).to.be.instanceOf(PasswordHashBusy);
       expect(settled.filter((s) => s.status === 'fulfilled' && s.value === true)).to.have.length(MAX_RUNNING + MAX_WAITING);
 
       const replies = await Promise.all(

@@ -164,7 +164,7 @@ describe('limits', function () {
       ] as const;
       for (const [target, headers, status, shape] of cases) {
         const r = await rawRequest(srv.url, httpRequest('POST', target, headers));
-        expect(r.status, `${target} ${Object.keys(headers)}`).to.equal(status);
+        expect(r.status, `${target} ${Object.keys(headers).join(',')}`).to.equal(status);
         expect(r.body).to.include(shape);
         expect(r.headers.get('x-request-id')).to.be.a('string');
       }

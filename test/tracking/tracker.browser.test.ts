@@ -412,7 +412,7 @@ describe('browser tracker in Chromium', function () {
     await page.goto(`${shop.url}/plain`);
     await rec.event('view');
     // a string, not a function: tsx would wrap the inner functions in a helper the page lacks
-    const outcome = (await page.evaluate(GARBAGE_CALLS)) as { threw: string[]; ids: Record<string, unknown> };
+    const outcome = await page.evaluate<{ threw: string[]; ids: Record<string, unknown> }>(GARBAGE_CALLS);
     expect(outcome.threw).to.deep.equal([]);
     expect(outcome.ids).to.have.property('corex_id', null); // the invalid ids were ignored
     // the page is still alive and the tracker still works
