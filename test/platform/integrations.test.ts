@@ -405,11 +405,9 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
         const r = await srv.api.get(`${path}/${id}`, { token: acme.token });
         expect([400, 404], id).to.include(r.status);
       }
-      // eslint-disable-next-line no-loss-of-precision -- an id past 2^53 is the point
-      const huge = await srv.api.put(path, { ...webhookBody(orgId), id: 9007199254740993 }, { token: acme.token });
+      const huge = await srv.api.put(path, { ...webhookBody(orgId), id: 9007199254740993 }, { token: acme.token }); // eslint-disable-line no-loss-of-precision -- past 2^53 is the point
       expect([400, 404]).to.include(huge.status);
-      // eslint-disable-next-line no-loss-of-precision -- an org_id past 2^53 is the point
-      const hugeOrg = await srv.api.post(path, webhookBody(9223372036854775807), { token: acme.token });
+      const hugeOrg = await srv.api.post(path, webhookBody(9223372036854775807), { token: acme.token }); // eslint-disable-line no-loss-of-precision -- past 2^53 is the point
       expect([400, 403]).to.include(hugeOrg.status);
     });
   });

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { PASSWORD, unique, uniqueIp } from './helpers.ts';
+import { expectLimited as limited } from '../support/expect.ts';
 
 async function account(srv: TestServer): Promise<string> {
   const email = `${unique('rl')}@platform.example`;
@@ -20,13 +21,7 @@ function attempt(srv: TestServer, email: string, password: string, ip: string) {
   return srv.api.post('/v1/rest/acme/users/login', { email, password }, { headers: { 'x-forwarded-for': ip } });
 }
 
-function expectLimited(r: { status: number; body: any; headers: Headers }, windowSeconds: number) {
-  expect(r.status).to.equal(429);
-  expect(r.body.code).to.equal(4290);
-  expect(r.body.message).to.be.a('string');
-  const retry = Number(r.headers.get('retry-after'));
-  expect(retry).to.be.within(1, windowSeconds);
-}
+const expectLimited = (r: Parameters<typeof limited>[0], windowSeconds: number) => limited(r, { code: 4290 }, { windowSeconds, message: 'string' });
 
 describe('login rate limit (LOGIN_RATE_LIMIT=3/1m, LOGIN_ADDRESS_RATE_LIMIT=5/1m)', () => {
   let srv: TestServer;

@@ -11,6 +11,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Merchant, newAccount, newMerchant } from '../platform/helpers.ts';
 import { httpRequest, rawRequest } from '../support/raw-http.ts';
 import { b64url } from './fixtures.ts';
+import { expectLimited } from '../support/expect.ts';
 
 const LIMIT = 5;
 
@@ -37,12 +38,6 @@ describe('limits', function () {
     const learn = (token: string, from: string) =>
       srv.api.post('/rest/v1/learn/event', { org_token: token, eventName: 'e', eventVal: 'v' }, { headers: { 'x-forwarded-for': from } });
 
-    function expectLimited(r: { status: number; body: any; headers: Headers }, shape: Record<string, unknown>) {
-      expect(r.status, JSON.stringify(r.body)).to.equal(429);
-      expect(r.body).to.include(shape);
-      const after = Number(r.headers.get('retry-after'));
-      expect(after).to.be.within(1, 60);
-    }
 
     it('limits /jsv1 per client IP: the address is refused for any organisation, others go on', async () => {
       const [a, b] = [merchant(), merchant()];

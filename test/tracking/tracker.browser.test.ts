@@ -15,21 +15,12 @@ import { type Account, newAccount, newMerchant } from '../platform/helpers.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import { passesEventually } from '../support/wait.ts';
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Retries an assertion until it passes or 10 s have gone by. */
-async function eventually<T>(check: () => Promise<T>): Promise<T> {
-  const until = Date.now() + 10_000;
-  for (;;) {
-    try {
-      return await check();
-    } catch (e) {
-      if (Date.now() > until) throw e;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
+const eventually = <T>(check: () => Promise<T>): Promise<T> => passesEventually(check);
 
 interface Shop {
   url: string;
