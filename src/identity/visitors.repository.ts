@@ -53,7 +53,7 @@ export function listVisitors(db: Database, q: VisitorQuery) {
 /** Contacts of several persons of one organisation; `verified` when a link to it was made with a valid hash. */
 export async function contactsOfPersons(db: Database, orgId: number, persons: number[]) {
   if (persons.length === 0) return [];
-  return db
+  return orgScoped(db, orgId)
     .selectFrom('contacts as c')
     .select(['c.person_id', 'c.type', 'c.value'])
     .select(({ exists, selectFrom }) =>
@@ -67,7 +67,6 @@ export async function contactsOfPersons(db: Database, orgId: number, persons: nu
         .$castTo<boolean>()
         .as('verified'),
     )
-    .where('c.org_id', '=', orgId)
     .where('c.person_id', 'in', persons)
     .orderBy('c.id')
     .execute();

@@ -1,10 +1,7 @@
-// Activity counts of one organisation for getOrganisationStats: Kysely only,
-// each query a range on an index that starts with org_id, so the work grows
-// with the window's activity, not with the tables:
-// - events: the primary key (org_id, received_at, id), with a received_at
-//   range so only the monthly partitions of the window are read;
-// - visitors: visitors_last_seen (org_id, last_seen DESC, core_id);
-// - contacts: visitor_contacts_linked (org_id, linked_at, contact_id).
+// Event counts of one organisation for getOrganisationStats (visitors and
+// contacts are identity's: identity/visitors.service.ts). Kysely only, a range
+// on the primary key (org_id, received_at, id), with a received_at range so
+// only the monthly partitions of the window are read.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { orgScoped } from '../db/tenancy.ts';
