@@ -3,6 +3,7 @@
 import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB, DeliveryStatus } from '../db/schema.ts';
+import { memberIntegrationOrg } from '../platform/integrations.repository.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
 
 type Db = Database | Transaction<DB>;
@@ -65,12 +66,24 @@ export function listDeliveries(
 }
 
 /** A delivery of any organisation assigned to the user, locked for update inside a transaction when asked. */
-export function findMemberDelivery(db: Db, userId: number, id: number, opts: { lock?: boolean } = {}) {
-  let q = db
+export async function findMemberDelivery(
+  db: Db,
+  userId: number,
+  id: number,
+  opts: { lock?: boolean } = {},
+): Promise<DeliveryRow | undefined> {
+  // deliveries are too many for an id -> org lookup table: look in the user's organisations
+  // (a reference table), then read (and lock) within the one that holds it
+  const orgs = await db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId).execute();
+  if (orgs.length === 0) return undefined;
+  const owner = await db
     .selectFrom('deliveries')
-    .select(DELIVERY_COLUMNS)
-    .where('deliveries.id', '=', id)
-    .where('deliveries.org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId));
+    .select('org_id')
+    .where('org_id', 'in', orgs.map((o) => o.org_id))
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!owner) return undefined;
+  let q = orgScoped(db, owner.org_id).select(DELIVERY_COLUMNS).where('deliveries.id', '=', id);
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<DeliveryRow | undefined>;
 }
@@ -135,12 +148,14 @@ export interface TestTargetRow {
 }
 
 /** A live (not deleted) integration of any organisation assigned to the user. */
-export function findMemberIntegrationTarget(db: Db, userId: number, id: number): Promise<TestTargetRow | undefined> {
+export async function findMemberIntegrationTarget(db: Db, userId: number, id: number): Promise<TestTargetRow | undefined> {
+  const orgId = await memberIntegrationOrg(db, userId, id);
+  if (orgId === undefined) return undefined;
   return db
     .selectFrom('integrations')
     .select(['id', 'org_id', 'endpoint', 'auth_token_enc', 'signing_secret_enc', 'http_timeout', 'modified_at'])
+    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
-    .where('org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId))
     .executeTakeFirst() as Promise<TestTargetRow | undefined>;
 }
