@@ -63,6 +63,21 @@ export async function distribute(db: Database): Promise<string[]> {
   `.execute(db);
   const done = new Map(rows.map((r) => [r.name, r.kind]));
   const out: string[] = [];
+  const pending = [...REFERENCE_TABLES, ...TENANT_TABLES.map((t) => t.table)].filter((t) => !done.has(t));
+  if (pending.length === 0) return out;
+  // Citus makes a table distributed or reference only when no local table
+  // references it or is referenced by it: the foreign keys between our tables
+  // are taken off first and put back once every table is distributed (the
+  // same transaction would mix DDL on shards with it: separate steps instead)
+  const { rows: fks } = await sql<{ t: string; name: string; def: string }>`
+    SELECT c.relname AS t, k.conname AS name, pg_get_constraintdef(k.oid) AS def
+    FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE k.contype = 'f' AND n.nspname = 'public' AND NOT c.relispartition AND k.conparentid = 0
+    ORDER BY 1, 2
+  `.execute(db);
+  for (const fk of fks) {
+    await sql`ALTER TABLE ${sql.table(fk.t)} DROP CONSTRAINT ${sql.ref(fk.name)}`.execute(db);
+  }
   for (const table of REFERENCE_TABLES) {
     if (done.has(table)) continue;
     await sql`SELECT create_reference_table(${table})`.execute(db);
@@ -73,6 +88,9 @@ export async function distribute(db: Database): Promise<string[]> {
     const colocate = table === 'organisations' ? 'default' : 'organisations';
     await sql`SELECT create_distributed_table(${table}, ${column}, colocate_with => ${colocate})`.execute(db);
     out.push(`${table}: distributed by ${column}`);
+  }
+  for (const fk of fks) {
+    await sql`ALTER TABLE ${sql.table(fk.t)} ADD CONSTRAINT ${sql.ref(fk.name)} ${sql.raw(fk.def)}`.execute(db);
   }
   return out;
 }
