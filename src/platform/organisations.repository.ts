@@ -83,7 +83,7 @@ export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation
     .executeTakeFirst();
   if (!claimed) return undefined;
   await tx.insertInto('organisation_tokens').values({ token_hash: o.tokenHash, org_id: id }).execute();
-  return tx
+  await tx
     .insertInto('organisations')
     .values({
       id,
@@ -96,7 +96,12 @@ export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation
       created_by: o.createdBy,
       identity_secret_enc: o.identitySecretEnc ?? null,
     })
-    .returning([...ORGANISATION_COLUMNS, micro('organisations.created_at').as('created_at'), micro('organisations.modified_at').as('modified_at')])
+    .execute();
+  // read back rather than RETURNING: Citus allows no stable function (to_char of a timestamptz) there
+  return tx
+    .selectFrom('organisations')
+    .select([...ORGANISATION_COLUMNS, micro('organisations.created_at').as('created_at'), micro('organisations.modified_at').as('modified_at')])
+    .where('organisations.id', '=', id)
     .executeTakeFirstOrThrow();
 }
 
