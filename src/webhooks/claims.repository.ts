@@ -115,7 +115,7 @@ async function dueOrganisations(
     SELECT d.org_id FROM deliveries d
     WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
       AND d.org_id % ${slot?.count ?? 1}::bigint = ${slot?.index ?? 0}::bigint
-      AND NOT (d.org_id = ANY (${full}::bigint[]))
+      AND d.org_id <> ALL (${full}::bigint[])
       AND NOT EXISTS (
         SELECT 1 FROM webhook_endpoint_health h
         WHERE h.org_id = d.org_id AND h.integration_id = d.integration_id
