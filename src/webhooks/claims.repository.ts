@@ -149,6 +149,8 @@ async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptio
     due AS (
       SELECT q.org_id, q.integration_id, q.next_attempt_at AS head,
              COALESCE(i.active AND i.deleted_at IS NULL, false) AS live,
+             -- the lease end, computed here: Citus refuses timestamptz arithmetic on columns in UPDATE SET
+             ${now}::timestamptz + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond' AS lease_until,
              COALESCE(h.opened_count, 0) > 0 AS paused,
              COALESCE(ro.room, ${opts.defaultOrgRoom}::int) AS org_room,
              least(COALESCE(ri.room, ${opts.defaultIntegrationRoom}::int), COALESCE(ro.room, ${opts.defaultOrgRoom}::int)) AS room
@@ -164,7 +166,7 @@ async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptio
       FROM (SELECT * FROM due WHERE live AND NOT paused AND room > 0 ORDER BY head LIMIT ${opts.limit}::int) d
     ),
     picked AS (
-      SELECT x.org_id, x.id, x.next_attempt_at, q.integration_id, q.org_room, q.room, q.take,
+      SELECT x.org_id, x.id, x.next_attempt_at, q.integration_id, q.org_room, q.room, q.take, q.lease_until,
              row_number() OVER (PARTITION BY q.integration_id ORDER BY x.next_attempt_at, x.id) AS rn_i
       FROM (SELECT o.*, least(o.room, ceil(${opts.limit}::numeric / o.n)::int) AS take FROM open_queues o) q
       CROSS JOIN LATERAL (
@@ -175,7 +177,7 @@ async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptio
       ) x
     ),
     chosen AS (
-      SELECT r.org_id, r.id, r.next_attempt_at AS lease_was, false AS probe
+      SELECT r.org_id, r.id, r.next_attempt_at AS lease_was, false AS probe, r.lease_until
       FROM (SELECT p.*, row_number() OVER (PARTITION BY p.org_id ORDER BY p.rn_i, p.next_attempt_at, p.id) AS rn_o FROM picked p) r
       WHERE r.rn_o <= r.org_room
       ORDER BY r.rn_o, r.next_attempt_at
@@ -183,16 +185,16 @@ async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptio
     ),
     tickets AS (
       UPDATE webhook_endpoint_health h
-      SET paused_until = ${now}::timestamptz + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond', updated_at = ${now}::timestamptz
+      SET paused_until = d.lease_until, updated_at = ${now}::timestamptz
       FROM due d, integrations i
       WHERE d.live AND d.paused AND d.room > 0
         AND h.org_id = ${org}::bigint AND h.integration_id = d.integration_id
         AND h.opened_count > 0 AND h.disabled_at IS NULL AND h.paused_until <= ${now}::timestamptz
         AND i.org_id = ${org}::bigint AND i.id = d.integration_id
-      RETURNING h.org_id, h.integration_id
+      RETURNING h.org_id, h.integration_id, d.lease_until
     ),
     probes AS (
-      SELECT x.org_id, x.id, x.next_attempt_at AS lease_was, true AS probe
+      SELECT x.org_id, x.id, x.next_attempt_at AS lease_was, true AS probe, t.lease_until
       FROM tickets t CROSS JOIN LATERAL (
         SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
         WHERE e.org_id = ${org}::bigint AND e.integration_id = t.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${now}::timestamptz
@@ -224,26 +226,13 @@ async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptio
     claimed AS (
       UPDATE deliveries d
       SET attempts_count = d.attempts_count + 1,
-          next_attempt_at = ${now}::timestamptz + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond'
+          next_attempt_at = t.lease_until
       FROM taken t, integrations i
       WHERE d.org_id = ${org}::bigint AND d.id = t.id
         AND i.org_id = ${org}::bigint AND i.id = d.integration_id
       RETURNING d.org_id, d.id, d.integration_id, d.kind, d.webhook_id, d.body, d.attempts_count,
                 d.schedule_start, t.lease_was, t.probe, i.endpoint, i.auth_token_enc, i.signing_secret_enc,
                 i.http_timeout, i.modified_at
-    ),
-    lost AS (
-      INSERT INTO delivery_attempts (org_id, delivery_id, n, attempted_at, status_code, duration_ms, error, response_excerpt)
-      SELECT c.org_id, c.id, c.attempts_count - 1,
-             c.lease_was - (c.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond',
-             NULL, 0, ${LOST_ATTEMPT_ERROR}, NULL
-      FROM claimed c
-      WHERE c.attempts_count > 1
-        AND NOT EXISTS (
-          SELECT 1 FROM delivery_attempts a
-          WHERE a.org_id = ${org}::bigint AND a.delivery_id = c.id AND a.n = c.attempts_count - 1
-        )
-      ON CONFLICT DO NOTHING
     )
     SELECT org_id, id, integration_id, kind, webhook_id, body, attempts_count, schedule_start,
            endpoint, auth_token_enc, signing_secret_enc, http_timeout, modified_at, probe,
@@ -257,8 +246,36 @@ async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptio
   `.execute(db);
   // the last row only lists the integrations that had more
   const claimed = rows.filter((r) => r.id !== null);
+  await recordLostAttempts(db, org, claimed, margin);
   const cut = rows.find((r) => r.id === null)?.cut ?? [];
   return { rows: claimed, cut: cut.map(([orgId, integrationId]) => ({ orgId, integrationId })) };
+}
+
+/**
+ * An attempt left without an outcome by a process that died (its lease
+ * expired and the delivery was claimed again) is recorded as such. A
+ * statement of its own: Citus routes no INSERT … SELECT from a CTE, and the
+ * rows all belong to one organisation (ON CONFLICT: recorded already).
+ */
+async function recordLostAttempts(db: Database, org: number, claimed: ClaimedDelivery[], margin: number): Promise<void> {
+  const lost = claimed.filter((c) => c.attempts_count > 1);
+  if (lost.length === 0) return;
+  await db
+    .insertInto('delivery_attempts')
+    .values(
+      lost.map((c) => ({
+        org_id: org,
+        delivery_id: c.id,
+        n: c.attempts_count - 1,
+        attempted_at: new Date(c.due_at.getTime() - (c.http_timeout * 1000 + margin)),
+        status_code: null,
+        duration_ms: 0,
+        error: LOST_ATTEMPT_ERROR,
+        response_excerpt: null,
+      })),
+    )
+    .onConflict((oc) => oc.doNothing())
+    .execute();
 }
 
 /** Gives claims back unsent (due at once, attempt number restored), e.g. for a saturated endpoint. */

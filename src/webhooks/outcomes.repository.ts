@@ -76,7 +76,9 @@ export async function completeAttempts(
 ): Promise<CompletionResult> {
   const result: CompletionResult = { applied: [], health: [], resumed: [] };
   if (batch.length === 0) return result;
-  // one statement per organisation (one shard under Citus), all at the same time
+  // one statement per organisation (one shard under Citus), all at the same time; where a
+  // time depends on a column it is to_timestamp(epoch + …) (immutable): Citus refuses
+  // timestamptz arithmetic on columns in UPDATE SET
   const now = new Date();
   const orgs = [...new Set(batch.map((c) => c.orgId))];
   for (const org of orgs) {
@@ -129,7 +131,7 @@ async function completeAttemptsIn(
             ELSE 'pending' END,
           next_attempt_at = CASE
             WHEN r.outcome IN ('retry', 'interrupted') AND d.status = 'pending'
-              THEN ${now}::timestamptz + r.delay_ms * interval '1 millisecond'
+              THEN to_timestamp(${now.getTime() / 1000}::float8 + r.delay_ms / 1000.0)
             ELSE NULL END,
           delivered_at = CASE WHEN r.outcome = 'delivered' THEN r.delivered_at ELSE d.delivered_at END,
           last_error = CASE WHEN r.outcome = 'delivered' THEN d.last_error ELSE r.last_error END,
@@ -172,11 +174,11 @@ async function completeAttemptsIn(
             ELSE h.opened_count END,
           paused_until = CASE
             WHEN hs.ok THEN CASE WHEN hs.fails >= ${breaker.threshold}::int
-              THEN ${now}::timestamptz + ${breaker.cooldownMs}::bigint * interval '1 millisecond' END
+              THEN ${new Date(now.getTime() + breaker.cooldownMs)}::timestamptz END
             WHEN h.opened_count = 0 THEN CASE WHEN h.consecutive_failures + hs.fails >= ${breaker.threshold}::int
-              THEN ${now}::timestamptz + ${breaker.cooldownMs}::bigint * interval '1 millisecond' END
+              THEN ${new Date(now.getTime() + breaker.cooldownMs)}::timestamptz END
             WHEN hs.probe_failed
-              THEN ${now}::timestamptz + least(${breaker.cooldownMs}::float8 * 2 ^ h.opened_count, ${breaker.maxCooldownMs}::float8) * interval '1 millisecond'
+              THEN to_timestamp(${now.getTime() / 1000}::float8 + least(${breaker.cooldownMs}::float8 * 2 ^ h.opened_count, ${breaker.maxCooldownMs}::float8) / 1000.0)
             ELSE h.paused_until END,
           updated_at = ${now}::timestamptz
       FROM hs, webhook_endpoint_health prev
@@ -190,7 +192,7 @@ async function completeAttemptsIn(
         (org_id, integration_id, consecutive_failures, failing_since, last_failure_at, last_error, opened_count, paused_until)
       SELECT hs.org_id, hs.integration_id, hs.fails, hs.first_fail_at, hs.last_fail_at, hs.last_error,
              CASE WHEN hs.fails >= ${breaker.threshold}::int THEN 1 ELSE 0 END,
-             CASE WHEN hs.fails >= ${breaker.threshold}::int THEN ${now}::timestamptz + ${breaker.cooldownMs}::bigint * interval '1 millisecond' END
+             CASE WHEN hs.fails >= ${breaker.threshold}::int THEN ${new Date(now.getTime() + breaker.cooldownMs)}::timestamptz END
       FROM hs
       WHERE hs.fails > 0
         AND NOT EXISTS (SELECT 1 FROM webhook_endpoint_health x WHERE x.org_id = ${org}::bigint AND x.integration_id = hs.integration_id)
