@@ -21,6 +21,9 @@
 //   --rounds N  --duration S  --connections N   (defaults 5 / 10 s / 64)
 //   --database-url URL        run on that PostgreSQL (also DATABASE_URL): a scratch
 //                             database is created there and dropped afterwards
+//   --as-is                   with --database-url: run on the database the URL names as it
+//                             is, nothing created or dropped (a Citus database prepared with
+//                             `trackway migrate --distribute`, docs/scaling.md)
 //   --service-cmd "CMD"       how to start the service (default: dist/ build if any, else tsx)
 //   --workers N               appended to the service command as `--workers N`
 //   --dispatch-concurrency N  got loop in-flight requests (default: the dispatcher's per-endpoint default)
@@ -51,6 +54,7 @@ const { values: args } = parseArgs({
     preload: { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
     'database-url': { type: 'string' },
+    'as-is': { type: 'boolean', default: false },
     'service-cmd': { type: 'string' },
     workers: { type: 'string' },
     'dispatch-concurrency': { type: 'string' },
@@ -123,7 +127,10 @@ async function main(): Promise<string> {
   fs.mkdirSync(resultsDir, { recursive: true });
   const [servicePort, barePort, limitPort, receiverPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
 
-  if (DATABASE_URL) {
+  if (DATABASE_URL && args['as-is']) {
+    scratch = { url: DATABASE_URL, name: new URL(DATABASE_URL).pathname.slice(1), drop: async () => {} };
+    log(`database ${redact(DATABASE_URL)} as it is (--as-is)`);
+  } else if (DATABASE_URL) {
     scratch = await createScratchDatabase(DATABASE_URL);
     log(`scratch database ${scratch.name} on ${redact(DATABASE_URL)}`);
   }

@@ -55,6 +55,8 @@ export interface Config {
   webhookRetrySchedule: number[];
   /** added to an integration's httpTimeout to make the lease of a claimed delivery (WEBHOOK_LEASE_MARGIN) */
   webhookLeaseMarginMs: number;
+  /** WEBHOOK_DISPATCH_SLOT=k/N: this dispatcher claims only organisations whose id modulo N is k */
+  webhookDispatchSlot: { index: number; count: number } | undefined;
   logLevel: string;
   /** failed logins allowed per (email, client address) in a window; undefined = off */
   loginRateLimit: RateLimit | undefined;
@@ -109,6 +111,17 @@ function bool(env: Env, name: string, def: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name}: "${raw}" is not a boolean (true/false)`);
+}
+
+function dispatchSlot(raw: string | undefined): Config['webhookDispatchSlot'] {
+  if (raw === undefined) return undefined;
+  const m = /^(\d+)\/(\d+)$/.exec(raw);
+  const index = Number(m?.[1]);
+  const count = Number(m?.[2]);
+  if (!m || count < 1 || count > 1024 || index >= count) {
+    throw new ConfigError(`WEBHOOK_DISPATCH_SLOT: "${raw}" is not k/N with 0 <= k < N <= 1024`);
+  }
+  return { index, count };
 }
 
 function str(env: Env, name: string): string | undefined {
@@ -240,6 +253,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     webhookRetrySchedule: schedule,
     webhookLeaseMarginMs: parseDuration('WEBHOOK_LEASE_MARGIN', str(env, 'WEBHOOK_LEASE_MARGIN') ?? '30s'),
+    webhookDispatchSlot: dispatchSlot(str(env, 'WEBHOOK_DISPATCH_SLOT')),
     logLevel,
     loginRateLimit,
     // LOGIN_RATE_LIMIT=off turns both login limits off unless this one is set

@@ -6,6 +6,7 @@ import { defaultWorkers, MAX_WORKERS } from './cluster/pool-size.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { locateDatabase } from './db/connect.ts';
 import { createDb, migrate } from './db/database.ts';
+import { CitusAbsent, distribute } from './db/distribution.ts';
 import { EmbeddedError } from './db/embedded.ts';
 import { GeoIpError } from './tracking/geo.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -22,7 +23,9 @@ Commands:
                               and the webhook dispatcher unless --no-dispatcher,
                               in N worker processes (default: one per core, at most 8)
   dispatch                    run only the webhook dispatcher (scale it separately)
-  migrate                     apply database migrations and exit
+  migrate [--distribute]      apply database migrations and exit; with --distribute
+                              (Citus), also make the reference tables and distribute
+                              the tenant tables by organisation (idempotent)
   platform create --platform NAME --email EMAIL --password PASSWORD [--name NAME]
                               create a platform account (a no-op if it exists)
   platform set-password --email EMAIL --password PASSWORD
@@ -73,6 +76,20 @@ async function runServe(config: Config, log: Logger, args: string[]): Promise<vo
   if (workers > 1) return (await import('./cluster/primary.ts')).runPrimary(config, log, opts, workers);
   const { serve } = await import('./server.ts');
   untilSignal(log, await serve(config, log, opts));
+}
+
+async function runMigrate(config: Config, log: Logger, args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { distribute: { type: 'boolean' } }, strict: true });
+  const { applied, distributed } = await withDatabase(config, log, async (h, names) => ({
+    applied: names,
+    distributed: values.distribute ? await distribute(h.db) : [],
+  }));
+  process.stdout.write(
+    applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'migrations are up to date\n',
+  );
+  if (values.distribute) {
+    process.stdout.write(distributed.length ? `${distributed.join('\n')}\n` : 'every table is already distributed\n');
+  }
 }
 
 async function runDispatch(config: Config, log: Logger, args: string[]): Promise<void> {
@@ -177,13 +194,8 @@ async function main(argv: string[]): Promise<void> {
       return runServe(config, log, args);
     case 'dispatch':
       return runDispatch(config, log, args);
-    case 'migrate': {
-      const applied = await withDatabase(config, log, (_h, names) => Promise.resolve(names));
-      process.stdout.write(
-        applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'migrations are up to date\n',
-      );
-      return;
-    }
+    case 'migrate':
+      return runMigrate(config, log, args);
     case 'platform':
       return runPlatform(config, log, args);
     case 'organisation':
@@ -203,7 +215,8 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     err instanceof AccountError ||
     err instanceof EmbeddedError ||
     err instanceof GeoIpError ||
-    err instanceof SecretKeyMismatch
+    err instanceof SecretKeyMismatch ||
+    err instanceof CitusAbsent
   ) {
     process.stderr.write(`trackway: ${err.message}\n`);
     process.exit(2);

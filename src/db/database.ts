@@ -55,6 +55,15 @@ export function createDb(connectionString: string, opts: DbOptions = {}): DbHand
   };
 }
 
+/**
+ * Marks a statement that reads or writes tenant tables across organisations
+ * on purpose (a multi-shard statement under Citus: the dispatcher's search for
+ * organisations with due deliveries, counters, maintenance). The hot-path
+ * check (test/foundation/org-scoped-statements.test.ts) accepts only these
+ * without an organisation filter. Put it first, after PREPARE.
+ */
+export const ALL_ORGANISATIONS = '/*all-orgs*/ ';
+
 /** Marks a hot statement of fixed text: it is prepared once per connection (see preparedStatements). */
 export const PREPARE = '/*prepare*/ ';
 

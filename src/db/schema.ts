@@ -226,6 +226,22 @@ export interface WebhookEndpointHealthTable {
   updated_at: GeneratedTimestamp;
 }
 
+/** lookup tables (reference tables under Citus), written with the row they point to (migration 2026-11-23T0400) */
+export interface OrganisationDomainsTable {
+  domain_key: string;
+  org_id: number;
+}
+
+export interface OrganisationTokensTable {
+  token_hash: Buffer;
+  org_id: number;
+}
+
+export interface IntegrationOwnersTable {
+  id: number;
+  org_id: number;
+}
+
 export interface DB {
   settings: SettingsTable;
   users: UsersTable;
@@ -244,4 +260,7 @@ export interface DB {
   delivery_attempts: DeliveryAttemptsTable;
   webhook_backlog_limits: WebhookBacklogLimitsTable;
   webhook_endpoint_health: WebhookEndpointHealthTable;
+  organisation_domains: OrganisationDomainsTable;
+  organisation_tokens: OrganisationTokensTable;
+  integration_owners: IntegrationOwnersTable;
 }

@@ -55,17 +55,37 @@ function liveIntegrations(db: Executor, orgId: number) {
   return orgScoped(db, orgId).selectFrom('integrations').where('deleted_at', 'is', null);
 }
 
-export function insertIntegration(
+/** Inserts an integration and its row in integration_owners (the id-only lookup), in the caller's transaction. */
+export async function insertIntegration(
   tx: Transaction<DB>,
   orgId: number,
   fields: IntegrationFields,
   signingSecretEnc: string,
 ): Promise<IntegrationRow> {
+  const { rows } = await sql<{ id: string }>`SELECT nextval('integrations_id_seq') AS id`.execute(tx);
+  const id = Number(rows[0]!.id);
+  await tx.insertInto('integration_owners').values({ id, org_id: orgId }).execute();
   return tx
     .insertInto('integrations')
-    .values({ org_id: orgId, ...columns(fields), signing_secret_enc: signingSecretEnc, deleted_at: null })
+    .values({ org_id: orgId, id, ...columns(fields), signing_secret_enc: signingSecretEnc, deleted_at: null })
     .returning(INTEGRATION_COLUMNS)
     .executeTakeFirstOrThrow();
+}
+
+/**
+ * The organisation of an integration id, when that organisation is assigned
+ * to the user: both reference tables, so the tenant query that follows names
+ * one organisation (one shard under Citus).
+ */
+export async function memberIntegrationOrg(db: Executor, userId: number, id: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('integration_owners as o')
+    .innerJoin('organisation_members as m', 'm.org_id', 'o.org_id')
+    .select('o.org_id')
+    .where('o.id', '=', id)
+    .where('m.user_id', '=', userId)
+    .executeTakeFirst();
+  return row?.org_id;
 }
 
 /** A live integration of the organisation, locked for update inside a transaction when asked. */
@@ -76,15 +96,14 @@ export function findIntegration(db: Executor, orgId: number, id: number, opts: {
 }
 
 /** A live integration of any organisation assigned to the user. */
-export function findMemberIntegration(db: Executor, userId: number, id: number, opts: { lock?: boolean } = {}) {
-  let q = db
-    .selectFrom('integrations')
-    .select(INTEGRATION_COLUMNS)
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .where('org_id', 'in', memberOrganisations(db, userId));
-  if (opts.lock) q = q.forUpdate();
-  return q.executeTakeFirst() as Promise<IntegrationRow | undefined>;
+export async function findMemberIntegration(
+  db: Executor,
+  userId: number,
+  id: number,
+  opts: { lock?: boolean } = {},
+): Promise<IntegrationRow | undefined> {
+  const orgId = await memberIntegrationOrg(db, userId, id);
+  return orgId === undefined ? undefined : findIntegration(db, orgId, id, opts);
 }
 
 export function replaceIntegration(
@@ -152,13 +171,16 @@ export type IntegrationTargetRow = Pick<
 >;
 
 /** A live (not deleted) integration of any organisation assigned to the user: what a test delivery needs. */
-export function findMemberIntegrationTarget(db: Executor, userId: number, id: number): Promise<IntegrationTargetRow | undefined> {
-  return db
-    .selectFrom('integrations')
+export async function findMemberIntegrationTarget(
+  db: Executor,
+  userId: number,
+  id: number,
+): Promise<IntegrationTargetRow | undefined> {
+  const orgId = await memberIntegrationOrg(db, userId, id);
+  if (orgId === undefined) return undefined;
+  return liveIntegrations(db, orgId)
     .select(['id', 'org_id', 'endpoint', 'auth_token_enc', 'signing_secret_enc', 'http_timeout', 'modified_at'])
     .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .where('org_id', 'in', memberOrganisations(db, userId))
     .executeTakeFirst();
 }
 

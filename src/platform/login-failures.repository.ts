@@ -22,20 +22,27 @@ export const emailAddressKey = (email: string, address: string) => `email-ip:${e
  * so concurrent attempts are all counted.
  */
 export async function countAttempt(db: Database, attempts: { key: string; windowMs: number }[]): Promise<Counter[]> {
-  if (attempts.length === 0) return [];
-  const keys = attempts.map((a) => a.key);
-  const seconds = attempts.map((a) => a.windowMs / 1000);
-  const { rows } = await sql<{ key: string; failures: number; retry_after: number }>`
-    WITH a AS (SELECT k, make_interval(secs => s) AS w FROM unnest(${keys}::text[], ${seconds}::float8[]) AS x (k, s))
-    INSERT INTO login_failures AS f (key, window_start, failures)
-    SELECT k, now(), 1 FROM a
-    ON CONFLICT (key) DO UPDATE SET
-      failures = CASE WHEN f.window_start + (SELECT w FROM a WHERE a.k = f.key) <= now() THEN 1 ELSE f.failures + 1 END,
-      window_start = CASE WHEN f.window_start + (SELECT w FROM a WHERE a.k = f.key) <= now() THEN now() ELSE f.window_start END
-    RETURNING key, failures,
-      greatest(1, ceil(extract(epoch FROM (window_start + (SELECT w FROM a WHERE a.k = f.key) - now()))))::integer AS retry_after
-  `.execute(db);
-  return rows.map((r) => ({ key: r.key, failures: r.failures, retryAfter: r.retry_after }));
+  // One statement per key (two at most) with the time and the window's
+  // cut-off as parameters: Citus allows only immutable functions and
+  // operators, and no CTE, in ON CONFLICT DO UPDATE SET (login_failures is a
+  // reference table there).
+  const now = new Date();
+  const out: Counter[] = [];
+  for (const a of attempts) {
+    const cutoff = new Date(now.getTime() - a.windowMs);
+    const { rows } = await sql<{ key: string; failures: number; window_start: Date }>`
+      INSERT INTO login_failures AS f (key, window_start, failures)
+      VALUES (${a.key}, ${now}::timestamptz, 1)
+      ON CONFLICT (key) DO UPDATE SET
+        failures = CASE WHEN f.window_start <= ${cutoff}::timestamptz THEN 1 ELSE f.failures + 1 END,
+        window_start = CASE WHEN f.window_start <= ${cutoff}::timestamptz THEN EXCLUDED.window_start ELSE f.window_start END
+      RETURNING key, failures, window_start
+    `.execute(db);
+    const row = rows[0]!;
+    const retryAfter = Math.max(1, Math.ceil((row.window_start.getTime() + a.windowMs - now.getTime()) / 1000));
+    out.push({ key: row.key, failures: row.failures, retryAfter });
+  }
+  return out;
 }
 
 /** A successful login: its attempt is not counted, and the email's counter for that address starts over. */

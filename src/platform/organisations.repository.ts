@@ -48,11 +48,26 @@ export interface NewOrganisation {
   identitySecretEnc?: string;
 }
 
-/** Inserts an organisation; undefined when its domain is taken (also under a concurrent insert). */
+/**
+ * Inserts an organisation with its domain and token lookups (reference tables
+ * under Citus, written in the same transaction); undefined when its domain is
+ * taken (also under a concurrent insert: the domain row decides).
+ */
 export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation): Promise<OrganisationRow | undefined> {
-  return tx
+  const { rows } = await sql<{ id: string }>`SELECT nextval('organisations_id_seq') AS id`.execute(tx);
+  const id = Number(rows[0]!.id);
+  const claimed = await tx
+    .insertInto('organisation_domains')
+    .values({ domain_key: o.domainKey, org_id: id })
+    .onConflict((oc) => oc.column('domain_key').doNothing())
+    .returning('org_id')
+    .executeTakeFirst();
+  if (!claimed) return undefined;
+  await tx.insertInto('organisation_tokens').values({ token_hash: o.tokenHash, org_id: id }).execute();
+  await tx
     .insertInto('organisations')
     .values({
+      id,
       token: null,
       token_enc: o.tokenEnc,
       token_hash: o.tokenHash,
@@ -62,9 +77,13 @@ export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation
       created_by: o.createdBy,
       identity_secret_enc: o.identitySecretEnc ?? null,
     })
-    .onConflict((oc) => oc.column('domain_key').doNothing())
-    .returning([...ORGANISATION_COLUMNS, micro('organisations.created_at').as('created_at'), micro('organisations.modified_at').as('modified_at')])
-    .executeTakeFirst();
+    .execute();
+  // read back rather than RETURNING: Citus allows no stable function (to_char of a timestamptz) there
+  return tx
+    .selectFrom('organisations')
+    .select([...ORGANISATION_COLUMNS, micro('organisations.created_at').as('created_at'), micro('organisations.modified_at').as('modified_at')])
+    .where('organisations.id', '=', id)
+    .executeTakeFirstOrThrow();
 }
 
 export async function insertMembers(
@@ -121,18 +140,22 @@ export function listMemberOrganisations(
   return query.orderBy('organisations.id', 'desc').limit(opts.limit).execute();
 }
 
-/** The organisation holding a token, by the unique sha256 of the token (organisationTokenHash). */
-export function findOrganisationByTokenHash(db: Executor, tokenHash: Buffer) {
+/** The organisation holding a token, by the unique sha256 of the token (organisationTokenHash), through its lookup table. */
+export async function findOrganisationByTokenHash(db: Executor, tokenHash: Buffer) {
+  const owner = await db.selectFrom('organisation_tokens').select('org_id').where('token_hash', '=', tokenHash).executeTakeFirst();
+  if (!owner) return undefined;
   return db
     .selectFrom('organisations')
     .select(['id', 'token_hash', 'is_active'])
-    .where('token_hash', '=', tokenHash)
+    .where('id', '=', owner.org_id)
     .executeTakeFirst();
 }
 
-/** The organisation of a normalised domain (domainKey), with its token columns. */
-export function findOrganisationByDomainKey(db: Executor, key: string) {
-  return db.selectFrom('organisations').select(['id', 'token', 'token_enc']).where('domain_key', '=', key).executeTakeFirst();
+/** The organisation of a normalised domain (domainKey), with its token columns, through its lookup table. */
+export async function findOrganisationByDomainKey(db: Executor, key: string) {
+  const owner = await db.selectFrom('organisation_domains').select('org_id').where('domain_key', '=', key).executeTakeFirst();
+  if (!owner) return undefined;
+  return db.selectFrom('organisations').select(['id', 'token', 'token_enc']).where('id', '=', owner.org_id).executeTakeFirst();
 }
 
 /** Organisations whose token is still in clear (written before tokens were sealed), a batch at a time. */

@@ -1,7 +1,7 @@
 // Creating a user together with a new organisation: the one rule set shared by
 // the platform API's registration (interface 4.2) and the analytics host's
 // self-service registration (4.8). Both use one email space (users.email_key)
-// and one domain space (organisations.domain_key); the unique indexes decide
+// and one domain space (organisation_domains.domain_key); the unique keys decide
 // concurrent registrations, so exactly one of two racing requests wins and the
 // other gets its typed error, never a 500.
 import { createHash, randomBytes } from 'node:crypto';
@@ -82,7 +82,7 @@ function uniqueViolation(err: unknown): Error | undefined {
   const e = err as { code?: string; constraint?: string } | undefined;
   if (e?.code !== '23505') return undefined;
   if (e.constraint === 'users_email_key_key') return new EmailTaken();
-  if (e.constraint === 'organisations_domain_key_key') return new DomainTaken();
+  if (e.constraint === 'organisation_domains_pkey') return new DomainTaken();
   return undefined;
 }
 

@@ -2,7 +2,7 @@
 // per live integration, stopping at the bound, and the table of integrations
 // at the bound that the outbox insert reads (outbox.repository.ts).
 import { sql } from 'kysely';
-import type { Database } from '../db/database.ts';
+import { ALL_ORGANISATIONS, type Database } from '../db/database.ts';
 import type { Executor, Tx } from '../db/tenancy.ts';
 import { activeIntegrationKeys } from '../platform/integrations.repository.ts';
 
@@ -27,12 +27,12 @@ export async function tryLockLimits(tx: Tx): Promise<boolean> {
  * integration, never more than `bound` entries read for one).
  */
 export async function countBacklogs(db: Executor, bound: number): Promise<Backlog[]> {
-  const { rows } = await sql<Backlog>`
+  const { rows } = await sql<Backlog>`${sql.raw(ALL_ORGANISATIONS)}
     SELECT i.org_id, i.id AS integration_id, c.n AS pending
     FROM ${activeIntegrationKeys(db)} AS i
     CROSS JOIN LATERAL (
       SELECT count(*)::int AS n
-      FROM (SELECT 1 FROM deliveries d WHERE d.integration_id = i.id AND d.status = 'pending' LIMIT ${bound}) x
+      FROM (SELECT 1 FROM deliveries d WHERE d.org_id = i.org_id AND d.integration_id = i.id AND d.status = 'pending' LIMIT ${bound}) x
     ) c
     WHERE c.n > 0
     ORDER BY i.org_id, i.id
@@ -50,7 +50,7 @@ export async function replaceLimits(
 ): Promise<{ added: Backlog[]; removed: Pick<Backlog, 'org_id' | 'integration_id'>[] }> {
   const orgs = atBound.map((b) => b.org_id);
   const ids = atBound.map((b) => b.integration_id);
-  const removed = await sql<Pick<Backlog, 'org_id' | 'integration_id'>>`
+  const removed = await sql<Pick<Backlog, 'org_id' | 'integration_id'>>`${sql.raw(ALL_ORGANISATIONS)}
     DELETE FROM webhook_backlog_limits l
     WHERE NOT EXISTS (
       SELECT 1 FROM unnest(${orgs}::bigint[], ${ids}::bigint[]) AS k(org_id, integration_id)
@@ -62,7 +62,7 @@ export async function replaceLimits(
   const upserted = await sql<Backlog & { inserted: boolean }>`
     INSERT INTO webhook_backlog_limits (org_id, integration_id, pending)
     SELECT * FROM unnest(${orgs}::bigint[], ${ids}::bigint[], ${atBound.map((b) => b.pending)}::int[])
-    ON CONFLICT (org_id, integration_id) DO UPDATE SET pending = excluded.pending, checked_at = now()
+    ON CONFLICT (org_id, integration_id) DO UPDATE SET pending = excluded.pending, checked_at = ${new Date()}::timestamptz
     RETURNING org_id, integration_id, pending, (xmax = 0) AS inserted
   `.execute(tx);
   return {
@@ -73,10 +73,10 @@ export async function replaceLimits(
 
 /** The integrations currently at the bound (as the last check left them). */
 export function listLimits(db: Executor): Promise<Backlog[]> {
-  return db.selectFrom('webhook_backlog_limits').select(['org_id', 'integration_id', 'pending']).orderBy('org_id').orderBy('integration_id').execute();
+  return db.selectFrom('webhook_backlog_limits').modifyFront(sql.raw(ALL_ORGANISATIONS)).select(['org_id', 'integration_id', 'pending']).orderBy('org_id').orderBy('integration_id').execute();
 }
 
 /** With the bound turned off nothing may stay limited. */
 export async function clearLimits(db: Database): Promise<void> {
-  await db.deleteFrom('webhook_backlog_limits').execute();
+  await sql`${sql.raw(ALL_ORGANISATIONS)}DELETE FROM webhook_backlog_limits`.execute(db);
 }

@@ -6,7 +6,7 @@
 // whose lease expired (and whose delivery was claimed again elsewhere) cannot
 // overwrite the newer attempt.
 import { sql } from 'kysely';
-import { type Database, PREPARE } from '../db/database.ts';
+import { ALL_ORGANISATIONS, type Database, PREPARE } from '../db/database.ts';
 
 export interface ClaimedDelivery {
   org_id: number;
@@ -41,6 +41,14 @@ export interface ClaimOptions {
   orgRooms: { id: number; room: number }[];
   /** how many an organisation not listed may take */
   defaultOrgRoom: number;
+  /** claim only the organisations of this slot (WEBHOOK_DISPATCH_SLOT) */
+  slot?: DispatchSlot;
+}
+
+/** Organisations whose id modulo `count` is `index`: a share of the tenants for one of several dispatchers. */
+export interface DispatchSlot {
+  index: number;
+  count: number;
 }
 
 export interface Claim {
@@ -72,6 +80,55 @@ export const INACTIVE_ERROR = 'integration deactivated or deleted';
  * are locked (SKIP LOCKED) up to its share, ranked per organisation, and cut.
  */
 export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim> {
+  const now = new Date();
+  const full = opts.orgRooms.filter((r) => r.room <= 0).map((r) => r.id);
+  const orgs = await dueOrganisations(db, now, opts.limit, full, opts.slot);
+  const result: Claim = { rows: [], cut: [] };
+  // each organisation's claim is one statement within one organisation (one shard under
+  // Citus); the limit is shared between them, oldest due first, what one leaves goes on
+  // (a claim that fills the limit is followed by another at once)
+  for (let i = 0; i < orgs.length; i++) {
+    const left = opts.limit - result.rows.length;
+    if (left <= 0) break;
+    const share = Math.max(1, Math.ceil(left / (orgs.length - i)));
+    const claim = await claimDueIn(db, orgs[i]!, now, { ...opts, limit: share });
+    result.rows.push(...claim.rows);
+    result.cut.push(...claim.cut);
+  }
+  return result;
+}
+
+/**
+ * Organisations with due deliveries, oldest due first (at most `limit`), of
+ * this dispatcher's slot when it has one (organisation id modulo the slot
+ * count). The one statement of the dispatcher that spans organisations.
+ */
+async function dueOrganisations(
+  db: Database,
+  now: Date,
+  limit: number,
+  full: number[],
+  slot: DispatchSlot | undefined,
+): Promise<number[]> {
+  // past organisations without room here and endpoints paused by their circuit breaker
+  const { rows } = await sql<{ org_id: number }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
+    SELECT d.org_id FROM deliveries d
+    WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+      AND d.org_id % ${slot?.count ?? 1}::bigint = ${slot?.index ?? 0}::bigint
+      AND d.org_id <> ALL (${full}::bigint[])
+      AND NOT EXISTS (
+        SELECT 1 FROM webhook_endpoint_health h
+        WHERE h.org_id = d.org_id AND h.integration_id = d.integration_id
+          AND h.opened_count > 0 AND h.paused_until > ${now}::timestamptz
+      )
+    GROUP BY d.org_id
+    ORDER BY min(d.next_attempt_at)
+    LIMIT ${limit}::int
+  `.execute(db);
+  return rows.map((r) => r.org_id);
+}
+
+async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptions): Promise<Claim> {
   const margin = opts.leaseMarginMs;
   const ri = opts.integrationRooms;
   const ro = opts.orgRooms;
@@ -79,11 +136,11 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
     WITH RECURSIVE
     queues AS (
       (SELECT d.org_id, d.integration_id, d.next_attempt_at FROM deliveries d
-       WHERE d.status = 'pending' ORDER BY d.integration_id, d.next_attempt_at LIMIT 1)
+       WHERE d.org_id = ${org}::bigint AND d.status = 'pending' ORDER BY d.integration_id, d.next_attempt_at LIMIT 1)
       UNION ALL
       SELECT n.org_id, n.integration_id, n.next_attempt_at FROM queues q CROSS JOIN LATERAL (
         SELECT d.org_id, d.integration_id, d.next_attempt_at FROM deliveries d
-        WHERE d.status = 'pending' AND d.integration_id > q.integration_id
+        WHERE d.org_id = ${org}::bigint AND d.status = 'pending' AND d.integration_id > q.integration_id
         ORDER BY d.integration_id, d.next_attempt_at LIMIT 1
       ) n
     ),
@@ -92,33 +149,35 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
     due AS (
       SELECT q.org_id, q.integration_id, q.next_attempt_at AS head,
              COALESCE(i.active AND i.deleted_at IS NULL, false) AS live,
+             -- the lease end, computed here: Citus refuses timestamptz arithmetic on columns in UPDATE SET
+             ${now}::timestamptz + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond' AS lease_until,
              COALESCE(h.opened_count, 0) > 0 AS paused,
              COALESCE(ro.room, ${opts.defaultOrgRoom}::int) AS org_room,
              least(COALESCE(ri.room, ${opts.defaultIntegrationRoom}::int), COALESCE(ro.room, ${opts.defaultOrgRoom}::int)) AS room
       FROM queues q
-      LEFT JOIN integrations i ON i.org_id = q.org_id AND i.id = q.integration_id
-      LEFT JOIN webhook_endpoint_health h ON h.org_id = q.org_id AND h.integration_id = q.integration_id
+      LEFT JOIN integrations i ON i.org_id = ${org}::bigint AND i.id = q.integration_id
+      LEFT JOIN webhook_endpoint_health h ON h.org_id = ${org}::bigint AND h.integration_id = q.integration_id
       LEFT JOIN rooms_i ri ON ri.integration_id = q.integration_id
       LEFT JOIN rooms_o ro ON ro.org_id = q.org_id
-      WHERE q.next_attempt_at <= now()
+      WHERE q.next_attempt_at <= ${now}::timestamptz
     ),
     open_queues AS (
       SELECT d.*, count(*) OVER () AS n
       FROM (SELECT * FROM due WHERE live AND NOT paused AND room > 0 ORDER BY head LIMIT ${opts.limit}::int) d
     ),
     picked AS (
-      SELECT x.org_id, x.id, x.next_attempt_at, q.integration_id, q.org_room, q.room, q.take,
+      SELECT x.org_id, x.id, x.next_attempt_at, q.integration_id, q.org_room, q.room, q.take, q.lease_until,
              row_number() OVER (PARTITION BY q.integration_id ORDER BY x.next_attempt_at, x.id) AS rn_i
       FROM (SELECT o.*, least(o.room, ceil(${opts.limit}::numeric / o.n)::int) AS take FROM open_queues o) q
       CROSS JOIN LATERAL (
         SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
-        WHERE e.integration_id = q.integration_id AND e.status = 'pending' AND e.next_attempt_at <= now()
+        WHERE e.org_id = ${org}::bigint AND e.integration_id = q.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${now}::timestamptz
         ORDER BY e.next_attempt_at LIMIT q.take
         FOR UPDATE SKIP LOCKED
       ) x
     ),
     chosen AS (
-      SELECT r.org_id, r.id, r.next_attempt_at AS lease_was, false AS probe
+      SELECT r.org_id, r.id, r.next_attempt_at AS lease_was, false AS probe, r.lease_until
       FROM (SELECT p.*, row_number() OVER (PARTITION BY p.org_id ORDER BY p.rn_i, p.next_attempt_at, p.id) AS rn_o FROM picked p) r
       WHERE r.rn_o <= r.org_room
       ORDER BY r.rn_o, r.next_attempt_at
@@ -126,19 +185,19 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
     ),
     tickets AS (
       UPDATE webhook_endpoint_health h
-      SET paused_until = now() + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond', updated_at = now()
+      SET paused_until = d.lease_until, updated_at = ${now}::timestamptz
       FROM due d, integrations i
       WHERE d.live AND d.paused AND d.room > 0
-        AND h.org_id = d.org_id AND h.integration_id = d.integration_id
-        AND h.opened_count > 0 AND h.disabled_at IS NULL AND h.paused_until <= now()
-        AND i.org_id = d.org_id AND i.id = d.integration_id
-      RETURNING h.org_id, h.integration_id
+        AND h.org_id = ${org}::bigint AND h.integration_id = d.integration_id
+        AND h.opened_count > 0 AND h.disabled_at IS NULL AND h.paused_until <= ${now}::timestamptz
+        AND i.org_id = ${org}::bigint AND i.id = d.integration_id
+      RETURNING h.org_id, h.integration_id, d.lease_until
     ),
     probes AS (
-      SELECT x.org_id, x.id, x.next_attempt_at AS lease_was, true AS probe
+      SELECT x.org_id, x.id, x.next_attempt_at AS lease_was, true AS probe, t.lease_until
       FROM tickets t CROSS JOIN LATERAL (
         SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
-        WHERE e.integration_id = t.integration_id AND e.status = 'pending' AND e.next_attempt_at <= now()
+        WHERE e.org_id = ${org}::bigint AND e.integration_id = t.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${now}::timestamptz
         ORDER BY e.next_attempt_at LIMIT 1
         FOR UPDATE SKIP LOCKED
       ) x
@@ -147,7 +206,7 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
       SELECT x.org_id, x.id
       FROM due d CROSS JOIN LATERAL (
         SELECT e.org_id, e.id FROM deliveries e
-        WHERE e.integration_id = d.integration_id AND e.status = 'pending' AND e.next_attempt_at <= now()
+        WHERE e.org_id = ${org}::bigint AND e.integration_id = d.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${now}::timestamptz
         LIMIT ${opts.limit}::int
         FOR UPDATE SKIP LOCKED
       ) x
@@ -158,7 +217,7 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
       UPDATE deliveries d
       SET status = 'cancelled', next_attempt_at = NULL, last_error = ${INACTIVE_ERROR}
       FROM dead
-      WHERE d.org_id = dead.org_id AND d.id = dead.id
+      WHERE d.org_id = ${org}::bigint AND d.id = dead.id
       RETURNING d.id
     ),
     taken AS (
@@ -167,26 +226,13 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
     claimed AS (
       UPDATE deliveries d
       SET attempts_count = d.attempts_count + 1,
-          next_attempt_at = now() + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond'
+          next_attempt_at = t.lease_until
       FROM taken t, integrations i
-      WHERE d.org_id = t.org_id AND d.id = t.id
-        AND i.org_id = d.org_id AND i.id = d.integration_id
+      WHERE d.org_id = ${org}::bigint AND d.id = t.id
+        AND i.org_id = ${org}::bigint AND i.id = d.integration_id
       RETURNING d.org_id, d.id, d.integration_id, d.kind, d.webhook_id, d.body, d.attempts_count,
                 d.schedule_start, t.lease_was, t.probe, i.endpoint, i.auth_token_enc, i.signing_secret_enc,
                 i.http_timeout, i.modified_at
-    ),
-    lost AS (
-      INSERT INTO delivery_attempts (org_id, delivery_id, n, attempted_at, status_code, duration_ms, error, response_excerpt)
-      SELECT c.org_id, c.id, c.attempts_count - 1,
-             c.lease_was - (c.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond',
-             NULL, 0, ${LOST_ATTEMPT_ERROR}, NULL
-      FROM claimed c
-      WHERE c.attempts_count > 1
-        AND NOT EXISTS (
-          SELECT 1 FROM delivery_attempts a
-          WHERE a.org_id = c.org_id AND a.delivery_id = c.id AND a.n = c.attempts_count - 1
-        )
-      ON CONFLICT DO NOTHING
     )
     SELECT org_id, id, integration_id, kind, webhook_id, body, attempts_count, schedule_start,
            endpoint, auth_token_enc, signing_secret_enc, http_timeout, modified_at, probe,
@@ -200,8 +246,36 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
   `.execute(db);
   // the last row only lists the integrations that had more
   const claimed = rows.filter((r) => r.id !== null);
+  await recordLostAttempts(db, org, claimed, margin);
   const cut = rows.find((r) => r.id === null)?.cut ?? [];
   return { rows: claimed, cut: cut.map(([orgId, integrationId]) => ({ orgId, integrationId })) };
+}
+
+/**
+ * An attempt left without an outcome by a process that died (its lease
+ * expired and the delivery was claimed again) is recorded as such. A
+ * statement of its own: Citus routes no INSERT … SELECT from a CTE, and the
+ * rows all belong to one organisation (ON CONFLICT: recorded already).
+ */
+async function recordLostAttempts(db: Database, org: number, claimed: ClaimedDelivery[], margin: number): Promise<void> {
+  const lost = claimed.filter((c) => c.attempts_count > 1);
+  if (lost.length === 0) return;
+  await db
+    .insertInto('delivery_attempts')
+    .values(
+      lost.map((c) => ({
+        org_id: org,
+        delivery_id: c.id,
+        n: c.attempts_count - 1,
+        attempted_at: new Date(c.due_at.getTime() - (c.http_timeout * 1000 + margin)),
+        status_code: null,
+        duration_ms: 0,
+        error: LOST_ATTEMPT_ERROR,
+        response_excerpt: null,
+      })),
+    )
+    .onConflict((oc) => oc.doNothing())
+    .execute();
 }
 
 /** Gives claims back unsent (due at once, attempt number restored), e.g. for a saturated endpoint. */
@@ -209,7 +283,7 @@ export async function releaseClaims(db: Database, claims: { orgId: number; id: n
   if (claims.length === 0) return;
   await sql`
     UPDATE deliveries d
-    SET attempts_count = d.attempts_count - 1, next_attempt_at = now()
+    SET attempts_count = d.attempts_count - 1, next_attempt_at = ${new Date()}::timestamptz
     FROM unnest(${claims.map((c) => c.orgId)}::bigint[], ${claims.map((c) => c.id)}::bigint[],
                 ${claims.map((c) => c.n)}::int[]) AS r(org_id, id, n)
     WHERE d.org_id = r.org_id AND d.id = r.id AND d.attempts_count = r.n AND d.status = 'pending'
@@ -220,6 +294,7 @@ export async function releaseClaims(db: Database, claims: { orgId: number; id: n
 export async function countPending(db: Database): Promise<number> {
   const row = await db
     .selectFrom('deliveries')
+    .modifyFront(sql.raw(ALL_ORGANISATIONS))
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('status', '=', 'pending')
     .executeTakeFirstOrThrow();

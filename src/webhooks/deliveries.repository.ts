@@ -61,12 +61,24 @@ export function listDeliveries(
 }
 
 /** A delivery of any organisation assigned to the user, locked for update inside a transaction when asked. */
-export function findMemberDelivery(db: Executor, userId: number, id: number, opts: { lock?: boolean } = {}) {
-  let q = db
+export async function findMemberDelivery(
+  db: Executor,
+  userId: number,
+  id: number,
+  opts: { lock?: boolean } = {},
+): Promise<DeliveryRow | undefined> {
+  // deliveries are too many for an id -> org lookup table: look in the user's organisations
+  // (a reference table), then read (and lock) within the one that holds it
+  const orgs = await db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId).execute();
+  if (orgs.length === 0) return undefined;
+  const owner = await db
     .selectFrom('deliveries')
-    .select(DELIVERY_COLUMNS)
-    .where('deliveries.id', '=', id)
-    .where('deliveries.org_id', 'in', memberOrganisations(db, userId));
+    .select('org_id')
+    .where('org_id', 'in', orgs.map((o) => o.org_id))
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!owner) return undefined;
+  let q = orgScoped(db, owner.org_id).selectFrom('deliveries').select(DELIVERY_COLUMNS).where('deliveries.id', '=', id);
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<DeliveryRow | undefined>;
 }

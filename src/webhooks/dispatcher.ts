@@ -191,6 +191,7 @@ export class Dispatcher {
         claim = await claimDue(this.deps.db, {
           limit,
           leaseMarginMs: this.deps.config.webhookLeaseMarginMs,
+          slot: this.deps.config.webhookDispatchSlot,
           ...this.share.claimRooms(),
         });
         failures = 0;

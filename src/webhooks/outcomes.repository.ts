@@ -74,7 +74,37 @@ export async function completeAttempts(
   endpoints: EndpointOutcome[],
   breaker: BreakerSettings,
 ): Promise<CompletionResult> {
-  if (batch.length === 0) return { applied: [], health: [], resumed: [] };
+  const result: CompletionResult = { applied: [], health: [], resumed: [] };
+  if (batch.length === 0) return result;
+  // one statement per organisation (one shard under Citus), all at the same time; where a
+  // time depends on a column it is to_timestamp(epoch + …) (immutable): Citus refuses
+  // timestamptz arithmetic on columns in UPDATE SET
+  const now = new Date();
+  const orgs = [...new Set(batch.map((c) => c.orgId))];
+  for (const org of orgs) {
+    const r = await completeAttemptsIn(
+      db,
+      org,
+      now,
+      batch.filter((c) => c.orgId === org),
+      endpoints.filter((e) => e.orgId === org),
+      breaker,
+    );
+    result.applied.push(...r.applied);
+    result.health.push(...r.health);
+    result.resumed.push(...r.resumed);
+  }
+  return result;
+}
+
+async function completeAttemptsIn(
+  db: Database,
+  org: number,
+  now: Date,
+  batch: Completion[],
+  endpoints: EndpointOutcome[],
+  breaker: BreakerSettings,
+): Promise<CompletionResult> {
   const col = <T>(f: (c: Completion) => T) => batch.map(f);
   const ep = <T>(f: (e: EndpointOutcome) => T) => endpoints.map(f);
   const { rows } = await sql<{
@@ -101,13 +131,13 @@ export async function completeAttempts(
             ELSE 'pending' END,
           next_attempt_at = CASE
             WHEN r.outcome IN ('retry', 'interrupted') AND d.status = 'pending'
-              THEN now() + r.delay_ms * interval '1 millisecond'
+              THEN to_timestamp(${now.getTime() / 1000}::float8 + r.delay_ms / 1000.0)
             ELSE NULL END,
           delivered_at = CASE WHEN r.outcome = 'delivered' THEN r.delivered_at ELSE d.delivered_at END,
           last_error = CASE WHEN r.outcome = 'delivered' THEN d.last_error ELSE r.last_error END,
           schedule_start = d.schedule_start + CASE WHEN r.outcome = 'interrupted' THEN 1 ELSE 0 END
       FROM r
-      WHERE d.org_id = r.org_id AND d.id = r.id AND d.attempts_count = r.n
+      WHERE d.org_id = ${org}::bigint AND d.id = r.id AND d.attempts_count = r.n
         AND d.status IN ('pending', 'cancelled')
       RETURNING d.org_id, d.id, d.status
     ),
@@ -127,7 +157,7 @@ export async function completeAttempts(
     healed AS (
       DELETE FROM webhook_endpoint_health h
       USING hs
-      WHERE h.org_id = hs.org_id AND h.integration_id = hs.integration_id
+      WHERE h.org_id = ${org}::bigint AND h.integration_id = hs.integration_id
         AND hs.ok AND hs.fails = 0 AND h.disabled_at IS NULL
       RETURNING h.org_id, h.integration_id, h.opened_count > 0 AS was_open
     ),
@@ -144,16 +174,16 @@ export async function completeAttempts(
             ELSE h.opened_count END,
           paused_until = CASE
             WHEN hs.ok THEN CASE WHEN hs.fails >= ${breaker.threshold}::int
-              THEN now() + ${breaker.cooldownMs}::bigint * interval '1 millisecond' END
+              THEN ${new Date(now.getTime() + breaker.cooldownMs)}::timestamptz END
             WHEN h.opened_count = 0 THEN CASE WHEN h.consecutive_failures + hs.fails >= ${breaker.threshold}::int
-              THEN now() + ${breaker.cooldownMs}::bigint * interval '1 millisecond' END
+              THEN ${new Date(now.getTime() + breaker.cooldownMs)}::timestamptz END
             WHEN hs.probe_failed
-              THEN now() + least(${breaker.cooldownMs}::float8 * 2 ^ h.opened_count, ${breaker.maxCooldownMs}::float8) * interval '1 millisecond'
+              THEN to_timestamp(${now.getTime() / 1000}::float8 + least(${breaker.cooldownMs}::float8 * 2 ^ h.opened_count, ${breaker.maxCooldownMs}::float8) / 1000.0)
             ELSE h.paused_until END,
-          updated_at = now()
+          updated_at = ${now}::timestamptz
       FROM hs, webhook_endpoint_health prev
-      WHERE h.org_id = hs.org_id AND h.integration_id = hs.integration_id AND hs.fails > 0 AND h.disabled_at IS NULL
-        AND prev.org_id = h.org_id AND prev.integration_id = h.integration_id
+      WHERE h.org_id = ${org}::bigint AND h.integration_id = hs.integration_id AND hs.fails > 0 AND h.disabled_at IS NULL
+        AND prev.org_id = ${org}::bigint AND prev.integration_id = h.integration_id
       RETURNING h.org_id, h.integration_id, h.consecutive_failures, h.opened_count, h.paused_until, h.failing_since,
                 h.last_error, h.opened_count > 0 AND h.paused_until IS DISTINCT FROM prev.paused_until AS opened_now
     ),
@@ -162,22 +192,22 @@ export async function completeAttempts(
         (org_id, integration_id, consecutive_failures, failing_since, last_failure_at, last_error, opened_count, paused_until)
       SELECT hs.org_id, hs.integration_id, hs.fails, hs.first_fail_at, hs.last_fail_at, hs.last_error,
              CASE WHEN hs.fails >= ${breaker.threshold}::int THEN 1 ELSE 0 END,
-             CASE WHEN hs.fails >= ${breaker.threshold}::int THEN now() + ${breaker.cooldownMs}::bigint * interval '1 millisecond' END
+             CASE WHEN hs.fails >= ${breaker.threshold}::int THEN ${new Date(now.getTime() + breaker.cooldownMs)}::timestamptz END
       FROM hs
       WHERE hs.fails > 0
-        AND NOT EXISTS (SELECT 1 FROM webhook_endpoint_health x WHERE x.org_id = hs.org_id AND x.integration_id = hs.integration_id)
+        AND NOT EXISTS (SELECT 1 FROM webhook_endpoint_health x WHERE x.org_id = ${org}::bigint AND x.integration_id = hs.integration_id)
       -- created by another process meanwhile: add the failures (its next failure opens it if due)
       ON CONFLICT (org_id, integration_id) DO UPDATE
       SET consecutive_failures = h.consecutive_failures + EXCLUDED.consecutive_failures,
           failing_since = COALESCE(h.failing_since, EXCLUDED.failing_since),
           last_failure_at = EXCLUDED.last_failure_at,
           last_error = EXCLUDED.last_error,
-          updated_at = now()
+          updated_at = ${now}::timestamptz
       RETURNING h.org_id, h.integration_id, h.consecutive_failures, h.opened_count, h.paused_until, h.failing_since,
                 h.last_error, h.opened_count > 0 AND h.xmax::text = '0' AS opened_now
     ),
     health AS (
-      SELECT c.*, c.failing_since <= now() - ${breaker.disableAfterMs ?? null}::bigint * interval '1 millisecond' AS disable_due
+      SELECT c.*, c.failing_since <= ${now}::timestamptz - ${breaker.disableAfterMs ?? null}::bigint * interval '1 millisecond' AS disable_due
       FROM (SELECT * FROM changed UNION ALL SELECT * FROM created) c
     )
     SELECT (SELECT COALESCE(json_agg(json_build_object('id', u.id, 'status', u.status)), '[]') FROM u) AS applied,

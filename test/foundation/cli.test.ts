@@ -195,4 +195,13 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     expect(m.code, m.err).to.equal(0);
     expect(m.out).to.equal('migrations are up to date\n');
   });
+
+  it('refuses migrate --distribute in one line when the database has no Citus', async () => {
+    const r = await cli('migrate', '--distribute');
+    expect(r.code).to.equal(2);
+    expect(r.err).to.equal(
+      'trackway: the citus extension is not installed in this database (CREATE EXTENSION citus on every node first)\n',
+    );
+    expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(undefined);
+  });
 });

@@ -6,7 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createDb, migrate } from '../../src/db/database.ts';
+import { distribute } from '../../src/db/distribution.ts';
 import { type EmbeddedCluster, startEmbedded } from '../../src/db/embedded.ts';
+import { citusFromEnv, createCitusTemplate, dropOnWorkers } from './citus.ts';
 
 let cluster: EmbeddedCluster | undefined;
 let tmpDir: string | undefined;
@@ -39,8 +41,11 @@ export async function mochaGlobalSetup(): Promise<void> {
   await admin.connect();
   await admin.query(`CREATE DATABASE ${template}`);
   await admin.end();
+  const citus = citusFromEnv(adminUrl);
+  if (citus) await createCitusTemplate(citus, adminUrl, template);
   const h = createDb(withDatabase(adminUrl, template), { max: 2 });
   await migrate(h.db);
+  if (citus) await distribute(h.db);
   await h.close();
   process.env.TRACKWAY_TEST_DB = JSON.stringify({ adminUrl, template, prefix });
 }
@@ -58,6 +63,8 @@ export async function mochaGlobalTeardown(): Promise<void> {
       await admin.query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
     }
     await admin.end();
+    const citus = citusFromEnv(info.adminUrl);
+    if (citus) await dropOnWorkers(citus, rows.map((r) => r.datname));
   }
   if (cluster) await cluster.stop();
   if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });

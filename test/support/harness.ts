@@ -6,6 +6,7 @@ import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningServer, type ServeOptions, startOnDatabase } from '../../src/server.ts';
 import { ApiClient } from './client.ts';
+import { citusFromEnv, cloneCitusDatabase, dropOnWorkers } from './citus.ts';
 import { testDatabaseServer } from './global.ts';
 
 let counter = 0;
@@ -26,13 +27,19 @@ async function serverVersion(client: pg.Client): Promise<number> {
 export async function freshDatabase(): Promise<TestDatabase> {
   const server = testDatabaseServer();
   const name = `${server.prefix}_${++counter}`;
-  const admin = new pg.Client({ connectionString: server.adminUrl });
-  await admin.connect();
-  try {
-    const strategy = (await serverVersion(admin)) >= 150000 ? ' STRATEGY FILE_COPY' : '';
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${server.template}${strategy}`);
-  } finally {
-    await admin.end();
+  // on a Citus cluster (TEST_CITUS_WORKERS): cloned on every node (test/support/citus.ts)
+  const citus = citusFromEnv(server.adminUrl);
+  if (citus) {
+    await cloneCitusDatabase(citus, server.adminUrl, server.template, name);
+  } else {
+    const admin = new pg.Client({ connectionString: server.adminUrl });
+    await admin.connect();
+    try {
+      const strategy = (await serverVersion(admin)) >= 150000 ? ' STRATEGY FILE_COPY' : '';
+      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${server.template}${strategy}`);
+    } finally {
+      await admin.end();
+    }
   }
   const url = server.urlFor(name);
   const handle = createDb(url, { max: 10, onError: () => {} });
@@ -46,6 +53,7 @@ export async function freshDatabase(): Promise<TestDatabase> {
       await a.connect();
       await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
       await a.end();
+      if (citus) await dropOnWorkers(citus, [name]);
     },
   };
 }

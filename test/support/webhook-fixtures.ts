@@ -46,6 +46,11 @@ export async function createTenant(db: Database, tokens: Tokens, platform = 'acm
     .returning('id')
     .executeTakeFirstOrThrow();
   await db.insertInto('organisation_members').values({ user_id: user.id, org_id: org.id, role: 'platform' }).execute();
+  await db.insertInto('organisation_domains').values({ domain_key: `shop-${tag}.example.com`, org_id: org.id }).execute();
+  await db
+    .insertInto('organisation_tokens')
+    .values({ token_hash: createHash('sha256').update(orgToken).digest(), org_id: org.id })
+    .execute();
   return { platform, userId: user.id, orgId: org.id, token: await tokens.sign({ userId: user.id, platform }) };
 }
 
@@ -84,6 +89,8 @@ export async function createIntegration(db: Database, cipher: Cipher, orgId: num
     })
     .returning('id')
     .executeTakeFirstOrThrow();
+  // the id-only lookup of the platform API (integration/{id}), as insertIntegration writes it
+  await db.insertInto('integration_owners').values({ id: row.id, org_id: orgId }).execute();
   return { id: row.id, orgId, signingSecret };
 }
 

@@ -1,0 +1,113 @@
+// The hot paths stay distributable by organisation (Citus, docs/scaling.md
+// "Stage 2") without Citus: while this test drives ingest, identify and
+// dispatch through the running server (dispatcher on, a real receiver),
+// every statement the server sends is recorded by a hook on pg's client,
+// and each one that touches a tenant table must name its organisation
+// (`org_id`, or `id` for organisations) — under Citus such a statement goes to
+// one shard. A statement that spans organisations on purpose carries
+// ALL_ORGANISATIONS (src/db/database.ts) and is listed here by what it is.
+import { expect } from 'chai';
+import pg from 'pg';
+import { ALL_ORGANISATIONS } from '../../src/db/database.ts';
+import { TENANT_TABLES } from '../../src/db/distribution.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { startTestServer, type TestServer } from '../support/harness.ts';
+import { TestReceiver } from '../support/receiver.ts';
+
+const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+const TENANT = new Map(TENANT_TABLES.map((t) => [t.table, t.column]));
+
+/** Tenant tables a statement reads or writes (FROM, JOIN, INTO, UPDATE, USING). */
+export function tenantTablesOf(text: string): string[] {
+  const found = new Set<string>();
+  for (const m of text.matchAll(/\b(?:from|join|into|update|using)\s+(?:only\s+)?"?([a-z_]+)"?/gi)) {
+    const t = m[1]!.toLowerCase();
+    if (TENANT.has(t)) found.add(t);
+  }
+  return [...found];
+}
+
+/**
+ * Whether the statement is scoped by organisation: it compares the
+ * organisation column with a parameter (`org_id = $1`, `org_id IN ($1, …)`,
+ * `org_id = ANY ($1)`; `id = $1` for organisations), or it inserts rows that
+ * each carry their organisation (`INSERT INTO t (org_id, …)`).
+ */
+export function namesOrganisation(text: string, tables: string[]): boolean {
+  const insertsWithOrg = /^\s*(\/\*[^*]*\*\/\s*)*(with\b[\s\S]*?)?insert\s+into\s+"?\w+"?\s*(as\s+\w+\s*)?\([^)]*\borg_id\b/i.test(text);
+  const orgParam = /\borg_id"?\s*(=|in\b)\s*(any\s*)?\(?\s*\$\d+/i.test(text);
+  const idParam = /\bid"?\s*(=|in\b)\s*(any\s*)?\(?\s*\$\d+/i.test(text);
+  return tables.every((t) => (TENANT.get(t) === 'id' ? idParam : orgParam || insertsWithOrg));
+}
+
+describe('hot-path statements are scoped by organisation (no Citus needed)', function () {
+  this.timeout(60_000);
+  let srv: TestServer;
+  let account: Account;
+  let receiver: TestReceiver;
+  const seen: { db: string; text: string }[] = [];
+  let recording = false;
+  const original = pg.Client.prototype.query;
+
+  before(async () => {
+    // before any connection is made: the pool's clients bind query when they connect
+    const hook = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0] as string | { text?: string };
+      const text = typeof first === 'string' ? first : first?.text;
+      if (recording && typeof text === 'string' && this.database === srv.database.name) seen.push({ db: this.database, text });
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    };
+    pg.Client.prototype.query = hook as typeof pg.Client.prototype.query;
+    receiver = await TestReceiver.start();
+    srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { dispatcher: true });
+    account = await newAccount(srv);
+  });
+  after(async () => {
+    pg.Client.prototype.query = original;
+    await srv.stop();
+    await receiver.close();
+  });
+
+  it('names the organisation in every statement of ingest, identify and dispatch that touches a tenant table', async () => {
+    const { id: org, domain } = (await newMerchant(srv, account)).organisation;
+    await newWebhook(srv, account, org, { endpoint: receiver.url });
+    recording = true;
+    const v = { roaming: unique('r'), core: unique('c') };
+    const path = (name: string) => `/jsv1/${org}/${v.roaming}/${v.core}/null/event/${name}`;
+    const view = await srv.api.post(path('productview'), { product_id: 7, price: 1, product_url: `https://${domain}/p/7` });
+    expect(view.status, view.text).to.equal(202);
+    const cart = await srv.api.post(path('updatecart'), { product_id: 7, cart_url: `https://${domain}/cart` });
+    expect(cart.status, cart.text).to.equal(202);
+    const id = await srv.api.get(`/jsv1/identify/${org}/${v.roaming}/${v.core}/${b64url({ email: `${v.core}@example.com` })}`);
+    expect(id.status, id.text).to.equal(200);
+    // delivered by the dispatcher, then its outcome recorded (no poll of ours: it would be recorded too)
+    await receiver.waitFor(1, 20_000);
+    await new Promise((r) => setTimeout(r, 2_000));
+    recording = false;
+
+    const statements = seen.map((s) => s.text);
+    const touched = new Set(statements.flatMap(tenantTablesOf));
+    for (const t of ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts']) {
+      expect([...touched], `no statement touched ${t}: the test drove nothing`).to.include(t);
+    }
+    const unscoped = statements.filter((s) => {
+      const tables = tenantTablesOf(s);
+      return tables.length > 0 && !s.includes(ALL_ORGANISATIONS) && !namesOrganisation(s, tables);
+    });
+    expect(unscoped.map((s) => s.replace(/\s+/g, ' ').slice(0, 300))).to.deep.equal([]);
+  });
+
+  it('the check itself: flags a statement without its organisation and accepts the scoped forms', () => {
+    expect(tenantTablesOf('select * from "deliveries" where "id" = $1')).to.deep.equal(['deliveries']);
+    expect(namesOrganisation('select * from "deliveries" where "id" = $1', ['deliveries'])).to.equal(false);
+    expect(namesOrganisation('update deliveries set x = 1 where org_id = $1 and id = $2', ['deliveries'])).to.equal(true);
+    expect(namesOrganisation('select * from "organisations" where "id" = $1', ['organisations'])).to.equal(true);
+    expect(namesOrganisation('select * from organisations where domain_key = $1', ['organisations'])).to.equal(false);
+    expect(tenantTablesOf('select 1 from organisation_members where user_id = $1')).to.deep.equal([]);
+    // a join on org_id between two tenant tables, or a negative filter, is no scope
+    expect(namesOrganisation('select 1 from deliveries d join integrations i on i.org_id = d.org_id', ['deliveries', 'integrations'])).to.equal(false);
+    expect(namesOrganisation('select org_id from deliveries where org_id <> ALL ($1)', ['deliveries'])).to.equal(false);
+    expect(namesOrganisation('/*prepare*/ INSERT INTO events (org_id, name) SELECT * FROM jsonb_to_recordset($1)', ['events'])).to.equal(true);
+    expect(namesOrganisation('select * from "deliveries" where "org_id" in ($1, $2) and "id" = $3', ['deliveries'])).to.equal(true);
+  });
+});
