@@ -121,10 +121,13 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promis
   const rest = JSON.stringify(
     rows.filter((r) => !written.has(`${r.orgId}\u0000${r.coreId}`)).map((r) => ({ org_id: r.orgId, core_id: r.coreId })),
   );
+  // the batch's organisations named as a parameter: under Citus the read goes to their shards only
+  const orgIds = [...new Set(rows.map((r) => r.orgId))];
   const { rows: kept } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
     SELECT v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, false AS inserted
     FROM jsonb_to_recordset(${rest}::jsonb) AS x(org_id bigint, core_id text)
     JOIN visitors v ON v.org_id = x.org_id AND v.core_id = x.core_id
+    WHERE v.org_id = ANY(${orgIds}::bigint[])
   `.execute(tx);
   return [...out, ...kept];
 }
