@@ -23,7 +23,8 @@
 //                             database is created there and dropped afterwards
 //   --service-cmd "CMD"       how to start the service (default: dist/ build if any, else tsx)
 //   --workers N               appended to the service command as `--workers N`
-//   --dispatch-concurrency N  got loop in-flight requests (default: the dispatcher's per-endpoint default)
+//   --dispatch-concurrency N  the dispatcher's WEBHOOK_CONCURRENCY and the got loop's in-flight requests
+//                             (default: WEBHOOK_CONCURRENCY if set, else the dispatcher's default)
 //   --got-mode prepared|plain how the got loop drives got (default prepared, as the sender does)
 //   --limit-in-flight N  --limit-batch N   the limit server's group commit (defaults 2 / 256, as ingest)
 //   --cpu-prof                V8 CPU profiles of the service into bench-results/
@@ -145,6 +146,7 @@ async function main(): Promise<string> {
   };
   if (scratch) serviceEnv.DATABASE_URL = scratch.url;
   else delete serviceEnv.DATABASE_URL;
+  if (args['dispatch-concurrency']) serviceEnv.WEBHOOK_CONCURRENCY = String(whole('dispatch-concurrency', args['dispatch-concurrency'], 0));
 
   const cmd = serviceCommand({ cmd: args['service-cmd'], workers: WORKERS, cpuProfDir: args['cpu-prof'] ? resultsDir : undefined });
   log(`service: ${cmd.line}   [${cmd.how}]   data dir ${dataDir}`);
@@ -222,10 +224,8 @@ async function main(): Promise<string> {
   }
 
   let dispatch: DispatchResult | undefined;
-  const found = dispatcherConcurrency();
-  const concurrency = whole('dispatch-concurrency', args['dispatch-concurrency'], found ?? 8);
+  const { n: concurrency, from } = dispatcherConcurrency(serviceEnv);
   if (ONLY.has('dispatch') && PRELOAD === 0) {
-    const from = args['dispatch-concurrency'] ? '--dispatch-concurrency' : found ? 'the dispatcher’s per-endpoint default' : 'a guess: the dispatcher’s default was not found';
     log(`\n== dispatch (local keep-alive receiver; got loop at ${concurrency} in flight, from ${from})`);
     dispatch = await benchDispatch({
       serviceBase: service.base,

@@ -27,11 +27,11 @@ import { deliveryHeaders, userAgent } from './signing.ts';
 export interface DispatcherOptions {
   /** most deliveries claimed by one query */
   batchSize?: number;
-  /** most deliveries held (in flight or waiting to start) by this process; default 512 */
+  /** most deliveries held (in flight or waiting to start) by this process; default config.webhookShare.global */
   globalConcurrency?: number;
-  /** most requests in flight per integration; default 8 */
+  /** most requests in flight per integration; default config.webhookShare.perIntegration */
   perIntegration?: number;
-  /** most deliveries held per organisation; default 128 */
+  /** most deliveries held per organisation; default config.webhookShare.perOrganisation */
   perOrganisation?: number;
   /** claim at least this often without a notification (ms) */
   pollIntervalMs?: number;
@@ -102,11 +102,12 @@ export class Dispatcher {
     this.batchSize = opts.batchSize ?? 200;
     this.pollMs = opts.pollIntervalMs ?? 1000;
     this.stopGraceMs = opts.stopGraceMs ?? 5000;
+    const configured = deps.config.webhookShare ?? DEFAULT_SHARE;
     this.share = new FairShare({
       ...DEFAULT_SHARE,
-      global: opts.globalConcurrency ?? DEFAULT_SHARE.global,
-      perIntegration: opts.perIntegration ?? DEFAULT_SHARE.perIntegration,
-      perOrganisation: opts.perOrganisation ?? DEFAULT_SHARE.perOrganisation,
+      global: opts.globalConcurrency ?? configured.global,
+      perIntegration: opts.perIntegration ?? configured.perIntegration,
+      perOrganisation: opts.perOrganisation ?? configured.perOrganisation,
     });
     this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
     this.sender = createSender({
