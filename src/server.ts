@@ -54,7 +54,7 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db, cipher), config.jwtTtlSeconds);
   const targets = createTargetCache(db);
   const organisations = createOrganisationDirectory(db, cipher);
-  const geo = loadGeoLocator(config.geoipDb, log);
+  const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
   const deps: Deps = { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest: undefined as never };
   deps.ingest = createIngestor(deps);
   return deps;
