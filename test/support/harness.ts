@@ -75,6 +75,8 @@ export async function startTestServer(
     // rehash and login set PASSWORD_HASH_COST=17 (test/platform/passwords.test.ts,
     // login.test.ts), and the CLI tests run child processes at the default.
     PASSWORD_HASH_COST: process.env.TEST_PASSWORD_HASH_COST ?? '14',
+    // the dispatcher's requests in flight per integration: the fairness and delivery tests follow it
+    ...(process.env.TEST_WEBHOOK_CONCURRENCY ? { WEBHOOK_CONCURRENCY: process.env.TEST_WEBHOOK_CONCURRENCY } : {}),
     ...env,
   });
   const log = createLogger(config.logLevel);

@@ -261,20 +261,23 @@ describe('webhook delivery', function () {
     const fastHook = await integration(fast);
     const many = (n: number, tag: string) =>
       Array.from({ length: n }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(tenant.orgId, `${tag}${i}@example.com`) }));
-    const slowIds = await enqueue(srv.deps.db, slowHook, many(30, 'slow'));
-    await slow.waitFor(8);
+    // the configured cap (WEBHOOK_CONCURRENCY), not a literal
+    const cap = srv.deps.config.webhookShare.perIntegration;
+    const total = cap + 22;
+    const slowIds = await enqueue(srv.deps.db, slowHook, many(total, 'slow'));
+    await slow.waitFor(cap);
     const fastIds = await enqueue(srv.deps.db, fastHook, many(5, 'fast'));
     for (const id of fastIds) await settled(id, 'delivered', 1);
     expect(fast.requests).to.have.length(5);
-    // eight requests wait on the slow endpoint, and not one more was sent to it
-    expect(slow.requests).to.have.length(8);
-    expect(slow.holding).to.equal(8);
+    // `cap` requests wait on the slow endpoint, and not one more was sent to it
+    expect(slow.requests).to.have.length(cap);
+    expect(slow.holding).to.equal(cap);
 
     slow.respond(() => ({ status: 200 }));
     slow.releaseHeld();
     for (const id of slowIds) expect((await settled(id, 'delivered', 1)).attempts_count).to.equal(1);
-    expect(slow.requests).to.have.length(30);
-    expect(new Set(slow.requests.map((q) => q.headers['webhook-id'])).size).to.equal(30);
+    expect(slow.requests).to.have.length(total);
+    expect(new Set(slow.requests.map((q) => q.headers['webhook-id'])).size).to.equal(total);
   });
 
   it('deactivating cancels pending deliveries; re-activating sends only what happens afterwards', async () => {
