@@ -57,10 +57,17 @@ async function main(): Promise<void> {
     fs.rmSync(old, { recursive: true, force: true });
     // the default geo data as a ranges file (kept in node_modules/.cache across builds; built once per data version)
     const geoStarted = Date.now();
-    const geo = prepareGeoRanges(undefined);
-    const geoNote = geo ? `; geo ranges ${path.relative(ROOT, geo)}${Date.now() - geoStarted > 1000 ? ` built in ${((Date.now() - geoStarted) / 1000).toFixed(1)} s` : ''}` : '';
+    let geoNote = '';
+    try {
+      const geo = prepareGeoRanges(undefined);
+      const took = Date.now() - geoStarted > 1000 ? ` built in ${((Date.now() - geoStarted) / 1000).toFixed(1)} s` : '';
+      if (geo) geoNote = `; geo ranges ${path.relative(ROOT, geo)}${took}`;
+    } catch (err) {
+      // not fatal: the service builds it into its data directory at the first start
+      geoNote = `; geo ranges not built here (${(err as Error).message})`;
+    }
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    process.stdout.write(`trackway: built dist/ in ${seconds} s (tracker.js ${tracker.gzipBytes} bytes gzipped${geoNote})\n`);
+    process.stdout.write(`trackway: built dist/ in ${seconds} s (tracker.js ${tracker.gzipBytes} bytes gzipped)${geoNote}\n`);
   } catch (e) {
     fs.rmSync(staging, { recursive: true, force: true });
     throw e;
