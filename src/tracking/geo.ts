@@ -144,7 +144,7 @@ function rangesName(files: string[]): string {
 function rangesDirs(opts: GeoOptions, isDefault: boolean): string[] {
   const dirs = isDefault ? [projectPath('node_modules', '.cache', 'trackway-geo')] : [];
   if (opts.dataDir) dirs.push(path.join(opts.dataDir, 'geo'));
-  dirs.push(path.join(os.tmpdir(), `trackway-geo-${os.userInfo().uid}`));
+  dirs.push(path.join(os.tmpdir(), `trackway-geo-${process.getuid?.() ?? 'user'}`));
   return dirs;
 }
 
