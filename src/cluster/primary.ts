@@ -56,8 +56,8 @@ async function prepare(config: Config, log: Logger, url: string, workers: number
     try {
       prepareGeoRanges(config.geoipDb, { dataDir: config.dataDir }, log);
     } catch (err) {
-      if (err instanceof GeoIpError) throw err;
-      log.warn({ err }, 'no geo ranges file: each worker reads the mmdb files into memory instead');
+      // an unusable GEOIP_DB is reported by the workers, which refuse to start with it
+      if (!(err instanceof GeoIpError)) log.warn({ err }, 'no geo ranges file: each worker reads the mmdb files into memory instead');
     }
     // what older versions kept in clear is sealed once, before any worker reads it
     await sealSecretsAtRest(handle.db, cipher, log);
