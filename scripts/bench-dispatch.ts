@@ -52,6 +52,7 @@ export function dispatcherConcurrency(env: NodeJS.ProcessEnv = process.env): { n
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the bench reads the API's JSON answers untyped
 async function api(base: string, method: string, p: string, token: string, body?: unknown): Promise<any> {
   const r = await fetch(base + p, {
     method,
@@ -122,7 +123,9 @@ export async function benchDispatch(input: DispatchBenchInput) {
   const backlog = input.quick ? 5_000 : 20_000;
 
   // the got loop: the same body size and headers as a delivery
-  const sampleBody = (await db.query<{ b: string }>(`SELECT ${backlogBody('$1', '$2')} AS b FROM (SELECT $3::int AS n) AS x`, [org, day, backlog / 2])).rows[0]!.b;
+  const sampleBody = (
+    await db.query<{ b: string }>(`SELECT ${backlogBody('$1', '$2')} AS b FROM (SELECT $3::int AS n) AS x`, [org, day, backlog / 2])
+  ).rows[0]!.b;
   const version = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
   const headers = {
     'content-type': 'application/json',
@@ -145,7 +148,7 @@ export async function benchDispatch(input: DispatchBenchInput) {
   const nextLine = async () => {
     const r = await lines.next();
     if (r.done) throw new Error('the got loop exited');
-    return r.value as string;
+    return r.value;
   };
   if ((await nextLine()) !== 'ready') throw new Error('the got loop did not start');
 
@@ -187,7 +190,9 @@ export async function benchDispatch(input: DispatchBenchInput) {
     const seconds = (lastArrival - committed) / 1000;
     // outcomes are written in batches after the arrivals: counted in the CPU, not in the time
     for (let i = 0; i < 300; i++) {
-      const left = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE integration_id = $1 AND status = 'pending'`, [integrationId]);
+      const left = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE integration_id = $1 AND status = 'pending'`, [
+        integrationId,
+      ]);
       if (left.rows[0]!.n === 0) break;
       await sleep(100);
     }
@@ -255,7 +260,10 @@ export async function benchDispatch(input: DispatchBenchInput) {
   const until = performance.now() + 30_000;
   while (arrivals.size < acked.size && performance.now() < until) await sleep(20);
   input.serviceRss.stop();
-  const lat = [...acked].filter(([c]) => arrivals.has(c)).map(([c, t]) => Math.max(0, arrivals.get(c)! - t)).sort((a, b) => a - b);
+  const lat = [...acked]
+    .filter(([c]) => arrivals.has(c))
+    .map(([c, t]) => Math.max(0, arrivals.get(c)! - t))
+    .sort((a, b) => a - b);
   log(
     `   steady ${rate} events/s for ${latencySeconds} s: ${arrivals.size}/${acked.size} notified; ` +
       `commit → arrival p50 ${percentile(lat, 50).toFixed(1)} ms, p99 ${percentile(lat, 99).toFixed(1)} ms`,

@@ -35,7 +35,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type DispatchResult, benchDispatch, dispatcherConcurrency } from './bench-dispatch.ts';
-import { LIMIT_TABLE, type ScratchDatabase, createLimitTable, createScratchDatabase, embeddedUrl, inspectDatabase, redact } from './bench-database.ts';
+import {
+  LIMIT_TABLE,
+  type ScratchDatabase,
+  createLimitTable,
+  createScratchDatabase,
+  embeddedUrl,
+  inspectDatabase,
+  redact,
+} from './bench-database.ts';
 import { RssPeak, notPostgres, processTree, treeRss } from './bench-proc.ts';
 import { dispatchLines, perRoundLines, resultsTable, rssLine } from './bench-report.ts';
 import { type RoundsConfig, type ScenarioResult, type ServiceWindow, compare, shoot } from './bench-rounds.ts';
@@ -68,7 +76,7 @@ function whole(name: string, raw: string | undefined, def: number, min = 1): num
   return n;
 }
 
-const QUICK = args.quick!;
+const QUICK = args.quick;
 const ROUNDS = whole('rounds', args.rounds, QUICK ? 3 : 5);
 if (ROUNDS < 3) throw new Error('--rounds: at least 3 (a median of fewer says little)');
 const DURATION = whole('duration', args.duration, QUICK ? 3 : 10);
@@ -84,6 +92,7 @@ function log(line: string): void {
   process.stderr.write(line + '\n');
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the bench reads the API's JSON answers untyped
 async function json(method: string, url: string, body?: unknown, token?: string): Promise<any> {
   const r = await fetch(url, {
     method,
@@ -174,7 +183,12 @@ async function main(): Promise<string> {
 
   const login = await json('POST', `${service.base}/v1/rest/bench/users/login`, { email: 'bench@bench.example', password: 'bench-password-1' });
   const token = login.bearer_token as string;
-  const reg = await json('POST', `${service.base}/v1/rest/bench/users/register`, { email: 'shop@bench.example', domain: 'bench-shop.example' }, token);
+  const reg = await json(
+    'POST',
+    `${service.base}/v1/rest/bench/users/register`,
+    { email: 'shop@bench.example', domain: 'bench-shop.example' },
+    token,
+  );
   const org = reg.organisation.id as number;
 
   const idle = treeRss(service.pid, notPostgres);
@@ -246,13 +260,28 @@ async function main(): Promise<string> {
   }
 
   const metrics = await (await fetch(`${service.base}/metrics`)).text();
-  const pick = (name: string) => metrics.split('\n').filter((l) => l.startsWith(name) && !l.includes('bucket')).join('; ');
+  const pick = (name: string) =>
+    metrics
+      .split('\n')
+      .filter((l) => l.startsWith(name) && !l.includes('bucket'))
+      .join('; ');
   const limitStats = (await (await fetch(`${limit.base}/stats`)).json()) as { batches: number; rows: number };
-  const rss = { idle_sum_mb: Math.round(idle.sumMb), peak_sum_mb: Math.round(serviceRss.sumMb), peak_largest_process_mb: Math.round(serviceRss.maxMb), processes: serviceRss.processes };
+  const rss = {
+    idle_sum_mb: Math.round(idle.sumMb),
+    peak_sum_mb: Math.round(serviceRss.sumMb),
+    peak_largest_process_mb: Math.round(serviceRss.maxMb),
+    processes: serviceRss.processes,
+  };
 
   const summary = {
     when: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memory_gb: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadavg_at_end: os.loadavg() },
+    machine: {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model,
+      memory_gb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      loadavg_at_end: os.loadavg(),
+    },
     database: db,
     service: { command: cmd.line, how: cmd.how, processes_at_start: serviceProcesses, ready_after_s: Number(readyAfter.toFixed(1)) },
     method: {
@@ -262,7 +291,10 @@ async function main(): Promise<string> {
       quick: QUICK,
       preload_events: PRELOAD,
       order: 'warm-up of each, then rounds bare → limit → service',
-      limit_group_commit: { max_batch: whole('limit-batch', args['limit-batch'], 256), in_flight: whole('limit-in-flight', args['limit-in-flight'], 2) },
+      limit_group_commit: {
+        max_batch: whole('limit-batch', args['limit-batch'], 256),
+        in_flight: whole('limit-in-flight', args['limit-in-flight'], 2),
+      },
       tracking_rate_limit: serviceEnv.TRACKING_RATE_LIMIT,
     },
     results,

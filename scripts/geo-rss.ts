@@ -21,7 +21,11 @@ const loaded = process.memoryUsage().rss;
 
 const ips: string[] = [];
 for (let i = 0; i < 200_000; i++) {
-  ips.push(i % 3 ? `${1 + ((i * 7919) % 222)}.${i % 256}.${(i * 31) % 256}.${i % 251}` : `2a0${i % 10}:${((i * 7919) % 65536).toString(16)}::${(i % 999).toString(16)}`);
+  ips.push(
+    i % 3
+      ? `${1 + ((i * 7919) % 222)}.${i % 256}.${(i * 31) % 256}.${i % 251}`
+      : `2a0${i % 10}:${((i * 7919) % 65536).toString(16)}::${(i % 999).toString(16)}`,
+  );
 }
 let found = 0;
 const t1 = performance.now();
@@ -31,5 +35,9 @@ gc();
 const after = process.memoryUsage().rss;
 const heap = process.memoryUsage();
 
-console.log(`${mmdb ? 'maxmind reader (mmdb in memory)' : 'ranges file (pread)'}: load ${loadMs.toFixed(0)} ms; RSS ${mb(before)} → ${mb(loaded)} (+${mb(loaded - before)})`);
-console.log(`${ips.length} lookups of spread addresses: ${lookupUs.toFixed(2)} µs each, ${found} located; RSS after: ${mb(after)} (+${mb(after - before)} over the start; V8 heap ${mb(heap.heapUsed)} used of ${mb(heap.heapTotal)})`);
+console.log(
+  `${mmdb ? 'maxmind reader (mmdb in memory)' : 'ranges file (pread)'}: load ${loadMs.toFixed(0)} ms; RSS ${mb(before)} → ${mb(loaded)} (+${mb(loaded - before)})`,
+);
+console.log(
+  `${ips.length} lookups of spread addresses: ${lookupUs.toFixed(2)} µs each, ${found} located; RSS after: ${mb(after)} (+${mb(after - before)} over the start; V8 heap ${mb(heap.heapUsed)} used of ${mb(heap.heapTotal)})`,
+);

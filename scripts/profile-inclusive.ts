@@ -19,11 +19,18 @@ interface Profile {
 }
 
 const { values, positionals } = parseArgs({
-  options: { bench: { type: 'string' }, scenario: { type: 'string', default: 'dispatch' }, top: { type: 'string', default: '45' }, match: { type: 'string' } },
+  options: {
+    bench: { type: 'string' },
+    scenario: { type: 'string', default: 'dispatch' },
+    top: { type: 'string', default: '45' },
+    match: { type: 'string' },
+  },
   allowPositionals: true,
 });
 const profile = JSON.parse(fs.readFileSync(positionals[0]!, 'utf8')) as Profile;
-const bench = values.bench ? (JSON.parse(fs.readFileSync(values.bench, 'utf8')) as { service_windows: { scenario: string; start_us: number; end_us: number }[] }) : undefined;
+const bench = values.bench
+  ? (JSON.parse(fs.readFileSync(values.bench, 'utf8')) as { service_windows: { scenario: string; start_us: number; end_us: number }[] })
+  : undefined;
 const windows = bench?.service_windows.filter((w) => w.scenario === values.scenario);
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();

@@ -59,7 +59,10 @@ export function v6Groups(ip: string): number[] | null {
   let s = ip;
   const colon = s.lastIndexOf(':');
   if (s.includes('.', colon)) {
-    const o = s.slice(colon + 1).split('.').map(Number);
+    const o = s
+      .slice(colon + 1)
+      .split('.')
+      .map(Number);
     s = `${s.slice(0, colon + 1)}${(((o[0]! << 8) | o[1]!) >>> 0).toString(16)}:${(((o[2]! << 8) | o[3]!) >>> 0).toString(16)}`;
   }
   const [head, rest] = s.split('::') as [string, string | undefined];

@@ -120,7 +120,6 @@ export function openSource(file: string): Source {
   return source;
 }
 
-
 /** The maxmind reader over a set of sources, as the service answered before the ranges file. */
 export class MmdbLocator {
   private readonly v4: Source[];

@@ -138,7 +138,7 @@ function walk(source: Source, start: number, bits: number, locations: Locations)
       const bit = 1 << (31 - (depth & 31));
       prefix[w] = (prefix[w]! | bit) >>> 0;
       visit(walker.right(offset), depth + 1);
-      prefix[w] = (prefix[w]! & ~bit) >>> 0;
+      prefix[w] = (prefix[w] & ~bit) >>> 0;
       return;
     }
     out.push(prefix, record === nodeCount ? MISS : valueOf(record));

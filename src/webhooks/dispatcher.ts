@@ -57,13 +57,12 @@ class Signal {
       return Promise.resolve();
     }
     return new Promise((res) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        self.resolve = undefined;
+        this.resolve = undefined;
         res();
-      }
+      };
+      const timer = setTimeout(done, ms);
       this.resolve = done;
     });
   }
@@ -326,7 +325,8 @@ export class Dispatcher {
   /** What an outcome write changed in endpoints' circuit breakers. */
   private healthChanged(changes: HealthChange[], resumed: { org_id: number; integration_id: number }[]): void {
     const now = Date.now();
-    for (const r of resumed) this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');
+    for (const r of resumed)
+      this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');
     // what waited for a paused endpoint is due now
     if (resumed.length > 0 && !this.stopping) this.signal.wake();
     for (const h of changes) {
@@ -353,7 +353,9 @@ export class Dispatcher {
             this.metrics.endpointsDisabled.inc();
             this.deps.log.warn({ ...ctx, cancelled: done.cancelled, reason: done.reason }, 'webhook endpoint disabled after failing for too long');
           })
-          .catch((err: unknown) => this.deps.log.warn({ err, ...ctx }, 'disabling a failing webhook endpoint failed; tried again at its next failure'))
+          .catch((err: unknown) =>
+            this.deps.log.warn({ err, ...ctx }, 'disabling a failing webhook endpoint failed; tried again at its next failure'),
+          )
           .finally(() => this.disabling.delete(h.integration_id));
       }
     }

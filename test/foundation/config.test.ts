@@ -9,7 +9,7 @@ describe('config', () => {
     expect(c.publicUrl).to.equal('http://localhost:8080');
     expect(c.jwtTtlSeconds).to.equal(86_400);
     expect(c.webhookRetrySchedule).to.deep.equal([5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
-    // issue 12: tracking limits are on by default (README "Security" sizes them)
+    // tracking limits are on by default (README "Security" sizes them)
     expect(c.trackingLimits).to.deep.equal({
       ip: { limit: 6000, windowMs: 60_000 },
       org: { limit: 60_000, windowMs: 60_000 },
@@ -20,7 +20,9 @@ describe('config', () => {
     expect(c.passwordHashCost).to.equal(17);
     expect(c.metricsToken).to.equal(undefined);
     expect(c.webhookShare).to.deep.equal({ perIntegration: 8, perOrganisation: 128, global: 512 });
-    expect(loadConfig({ WEBHOOK_CONCURRENCY: '32', WEBHOOK_ORGANISATION_SHARE: '256', WEBHOOK_DISPATCH_CAPACITY: '1024' }).webhookShare).to.deep.equal({
+    expect(
+      loadConfig({ WEBHOOK_CONCURRENCY: '32', WEBHOOK_ORGANISATION_SHARE: '256', WEBHOOK_DISPATCH_CAPACITY: '1024' }).webhookShare,
+    ).to.deep.equal({
       perIntegration: 32,
       perOrganisation: 256,
       global: 1024,
@@ -63,8 +65,11 @@ describe('config', () => {
     expect(parseDuration('X', '250ms')).to.equal(250);
     expect(parseDuration('X', '2h')).to.equal(7_200_000);
     expect(parseDuration('X', '3')).to.equal(3000);
-    // TRACKING_RATE_LIMIT sets the per-address and per-organisation limits together (as before issue 12)
-    expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s' }).trackingLimits).to.deep.include({ ip: { limit: 100, windowMs: 1000 }, org: { limit: 100, windowMs: 1000 } });
+    // TRACKING_RATE_LIMIT sets the per-address and per-organisation limits together (as in older versions)
+    expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s' }).trackingLimits).to.deep.include({
+      ip: { limit: 100, windowMs: 1000 },
+      org: { limit: 100, windowMs: 1000 },
+    });
     expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginRateLimit).to.equal(undefined);
     expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginAddressRateLimit).to.equal(undefined);
   });

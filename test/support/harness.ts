@@ -58,10 +58,7 @@ export interface TestServer extends RunningServer {
 }
 
 /** The app on a fresh database; `env` is read as the process environment would be. */
-export async function startTestServer(
-  env: Record<string, string> = {},
-  opts: ServeOptions = { dispatcher: false },
-): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, opts: ServeOptions = { dispatcher: false }): Promise<TestServer> {
   const database = await freshDatabase();
   const config = loadConfig({
     PORT: '0',

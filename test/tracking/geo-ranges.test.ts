@@ -46,7 +46,19 @@ function v4Step(ip: string, step: 1 | -1): string {
 
 /** Addresses at and around the starts of `samples` ranges of each family, plus the ends of both spaces. */
 function edges(r: RangesLocator, samples: number, rand: () => number): string[] {
-  const out = ['0.0.0.0', '0.0.0.1', '1.0.0.0', '1.0.0.1', '223.255.255.255', '255.255.255.255', '::', '2000::', '2000::1', '3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff'];
+  const out = [
+    '0.0.0.0',
+    '0.0.0.1',
+    '1.0.0.0',
+    '1.0.0.1',
+    '223.255.255.255',
+    '255.255.255.255',
+    '::',
+    '2000::',
+    '2000::1',
+    '3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+    'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff',
+  ];
   for (const version of [4, 6] as const) {
     const n = r.count(version);
     const step = version === 4 ? v4Step : v6Step;
@@ -93,7 +105,9 @@ describe('geo ranges file against the maxmind reader', function () {
       }
       addresses.push(...edges(ranges, 20_000, rand));
       const located = compareAll(ranges, reference, addresses);
-      console.log(`      geo ranges: ${addresses.length} addresses compared, ${located} located, ${ranges.count(4)} IPv4 and ${ranges.count(6)} IPv6 ranges`);
+      console.log(
+        `      geo ranges: ${addresses.length} addresses compared, ${located} located, ${ranges.count(4)} IPv4 and ${ranges.count(6)} IPv6 ranges`,
+      );
       expect(located).to.be.above(50_000);
     } finally {
       ranges.close();
@@ -108,37 +122,50 @@ describe('geo ranges file against the maxmind reader', function () {
     after(() => rmSync(dir, { recursive: true, force: true }));
 
     const place = (cc: string, city: string, lat: number, lon: number, timezone = '') => ({
-      city, country_code: cc, latitude: double(lat), longitude: double(lon), postcode: '', state1: `${city} region`, state2: '', timezone,
+      city,
+      country_code: cc,
+      latitude: double(lat),
+      longitude: double(lon),
+      postcode: '',
+      state1: `${city} region`,
+      state2: '',
+      timezone,
     });
 
     it('answers as the maxmind reader where files overlap, leave gaps, hold empty records or IPv4 in an IPv6 tree', () => {
       const v4File = path.join(dir, 'a-ipv4.mmdb');
-      writeFileSync(v4File, writeMmdb({
-        ipVersion: 4,
-        databaseType: 'city ipv4',
-        networks: [
-          { network: '81.2.69.0/24', data: place('GB', 'London', 51.5142, -0.0931) },
-          { network: '81.2.70.0/23', data: place('GB', 'Leeds', 53.8, -1.55, 'Europe/London') },
-          { network: '5.44.0.0/16', data: place('JP', 'Chiyoda', 35.694, 139.754, 'Asia/Tokyo') },
-          // says nothing: the next file is asked
-          { network: '9.9.9.0/24', data: { city: '', country_code: 'ZZ', postcode: '', state1: '', state2: '', timezone: '' } },
-          { network: '255.255.255.255/32', data: place('US', 'Edge', 40.7, -74) },
-        ],
-      }));
+      writeFileSync(
+        v4File,
+        writeMmdb({
+          ipVersion: 4,
+          databaseType: 'city ipv4',
+          networks: [
+            { network: '81.2.69.0/24', data: place('GB', 'London', 51.5142, -0.0931) },
+            { network: '81.2.70.0/23', data: place('GB', 'Leeds', 53.8, -1.55, 'Europe/London') },
+            { network: '5.44.0.0/16', data: place('JP', 'Chiyoda', 35.694, 139.754, 'Asia/Tokyo') },
+            // says nothing: the next file is asked
+            { network: '9.9.9.0/24', data: { city: '', country_code: 'ZZ', postcode: '', state1: '', state2: '', timezone: '' } },
+            { network: '255.255.255.255/32', data: place('US', 'Edge', 40.7, -74) },
+          ],
+        }),
+      );
       const v6File = path.join(dir, 'b-ipv6.mmdb');
-      writeFileSync(v6File, writeMmdb({
-        ipVersion: 6,
-        databaseType: 'city ipv6',
-        recordSize: 28,
-        networks: [
-          { network: '2a02:d8::/32', data: place('SE', 'Stockholm', 59.3294, 18.0686) },
-          { network: '2a02:d9:8000::/33', data: place('SE', 'Uppsala', 59.86, 17.64) },
-          { network: 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124', data: place('AQ', 'End', -75, 0) },
-          // IPv4 held in the IPv6 tree (::/96): asked after the IPv4 file
-          { network: '9.9.0.0/16', data: place('CH', 'Zurich', 47.37, 8.54) },
-          { network: '81.2.0.0/16', data: place('FR', 'Paris', 48.85, 2.35) },
-        ],
-      }));
+      writeFileSync(
+        v6File,
+        writeMmdb({
+          ipVersion: 6,
+          databaseType: 'city ipv6',
+          recordSize: 28,
+          networks: [
+            { network: '2a02:d8::/32', data: place('SE', 'Stockholm', 59.3294, 18.0686) },
+            { network: '2a02:d9:8000::/33', data: place('SE', 'Uppsala', 59.86, 17.64) },
+            { network: 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124', data: place('AQ', 'End', -75, 0) },
+            // IPv4 held in the IPv6 tree (::/96): asked after the IPv4 file
+            { network: '9.9.0.0/16', data: place('CH', 'Zurich', 47.37, 8.54) },
+            { network: '81.2.0.0/16', data: place('FR', 'Paris', 48.85, 2.35) },
+          ],
+        }),
+      );
       const files = [v4File, v6File];
       const target = path.join(dir, 'test.twgeo');
       buildRangesFile(files, target);
@@ -150,7 +177,15 @@ describe('geo ranges file against the maxmind reader', function () {
         for (const base of ['81.2.68.0', '81.2.69.0', '81.2.71.255', '5.44.0.0', '9.9.9.0', '9.9.0.0', '9.9.255.255', '81.2.0.0']) {
           for (let k = -2; k <= 300; k += 7) addresses.push(v4((base.split('.').reduce((a, o) => a * 256 + Number(o), 0) + k + 2 ** 32) % 2 ** 32));
         }
-        addresses.push('2a02:d8::1', '2a02:d8:ffff:ffff:ffff:ffff:ffff:ffff', '2a02:d9:7fff:ffff:ffff:ffff:ffff:ffff', '2a02:d9:8000::', '2a02:da::', '::9.9.9.9', '::ffff:9.9.9.9');
+        addresses.push(
+          '2a02:d8::1',
+          '2a02:d8:ffff:ffff:ffff:ffff:ffff:ffff',
+          '2a02:d9:7fff:ffff:ffff:ffff:ffff:ffff',
+          '2a02:d9:8000::',
+          '2a02:da::',
+          '::9.9.9.9',
+          '::ffff:9.9.9.9',
+        );
         for (let i = 0; i < 5_000; i++) addresses.push(v4(Math.floor(rand() * 2 ** 32)));
         const located = compareAll(ranges, reference, addresses);
         expect(located).to.be.above(100);

@@ -1,4 +1,4 @@
-// Fair dispatch (issue 12, point 2): one tenant's slow or dead endpoints hold
+// Fair dispatch: one tenant's slow or dead endpoints hold
 // at most its share of a dispatcher, and every other tenant's deliveries are
 // claimed and sent at once. The attack as reported: an organisation with 4
 // integrations on distinct origins that never answer (httpTimeout 30) and
@@ -7,15 +7,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import {
-  type Tenant,
-  type TestIntegration,
-  createIntegration,
-  createTenant,
-  enqueue,
-  eventually,
-  matchedBody,
-} from '../support/webhook-fixtures.ts';
+import { type Tenant, type TestIntegration, createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
 
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -135,7 +127,9 @@ describe('fair dispatch under a noisy neighbour', function () {
     const started = Date.now();
     await enqueue(srv.deps.db, hookB, many(b.orgId, 40, 'b'));
     await eventually(async () => ((await statuses(b.orgId)).delivered === 40 ? true : undefined), 10_000, 'tenant B’s deliveries');
-    console.log(`      fairness figures: 40 deliveries of tenant B through the receiver tenant A stalls, all delivered in ${Date.now() - started} ms`);
+    console.log(
+      `      fairness figures: 40 deliveries of tenant B through the receiver tenant A stalls, all delivered in ${Date.now() - started} ms`,
+    );
     expect(saas.requests.filter((q) => q.path === '/b')).to.have.length(40);
     // A still has its P in flight and nothing more
     expect(saas.holding).to.equal(P);
@@ -164,7 +158,9 @@ describe('fair dispatch under a noisy neighbour', function () {
     await enqueue(srv.deps.db, hook, many(victim.orgId, 5, 'v'));
     await ok.waitFor(5, 5_000);
     const took = Date.now() - started;
-    console.log(`      fairness figures: an organisation with ${n} dead endpoints holds ${sink.holding} requests (its share: ${O}); another tenant's 5 deliveries arrived ${took} ms after commit`);
+    console.log(
+      `      fairness figures: an organisation with ${n} dead endpoints holds ${sink.holding} requests (its share: ${O}); another tenant's 5 deliveries arrived ${took} ms after commit`,
+    );
     expect(took).to.be.at.most(1000);
     // never more than the share, and nothing claimed beyond what it holds
     expect(sink.holding).to.equal(O);
@@ -174,6 +170,10 @@ describe('fair dispatch under a noisy neighbour', function () {
     expect(metrics).to.match(/trackway_webhook_organisations_at_share 1/);
     sink.respond(() => ({ status: 204 }));
     sink.releaseHeld();
-    await eventually(async () => ((await statuses(attacker.orgId)).delivered === n * each ? true : undefined), 20_000, 'the organisation’s deliveries');
+    await eventually(
+      async () => ((await statuses(attacker.orgId)).delivered === n * each ? true : undefined),
+      20_000,
+      'the organisation’s deliveries',
+    );
   });
 });
