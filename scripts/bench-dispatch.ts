@@ -2,7 +2,7 @@
 // the bench process), an integration pointing at it, then
 // 1. throughput, in rounds alternating a raw got loop and the dispatcher:
 //    - got: N requests in flight from a child process (scripts/bench-got-loop.ts),
-//      N being the dispatcher's per-endpoint concurrency, the deliveries'
+//      N being the dispatcher's per-integration concurrency (WEBHOOK_CONCURRENCY), the deliveries'
 //      headers and body size, keep-alive;
 //    - dispatch: a backlog of deliveries committed in one transaction and
 //      drained by the service's dispatcher (deliveries/s from the commit to the
@@ -17,6 +17,7 @@ import readline from 'node:readline';
 import pg from 'pg';
 import { type RssPeak, notPostgres, treeCpuUs } from './bench-proc.ts';
 import { type ServiceWindow, median, monotonicUs } from './bench-rounds.ts';
+import { DEFAULT_SHARE } from '../src/webhooks/fair-share.ts';
 import { ROOT, compiledScript, spawnScript, stopProcess } from './bench-servers.ts';
 
 export interface DispatchBenchInput {
@@ -29,7 +30,7 @@ export interface DispatchBenchInput {
   receiverPort: number;
   quick: boolean;
   rounds: number;
-  /** requests in flight in the got loop: the dispatcher's per-endpoint concurrency */
+  /** requests in flight in the got loop: the dispatcher's per-integration concurrency */
   concurrency: number;
   gotMode: 'prepared' | 'plain';
   serviceRss: RssPeak;
@@ -38,18 +39,14 @@ export interface DispatchBenchInput {
 }
 
 /**
- * The dispatcher's default per-endpoint concurrency, read from its source
- * (`perEndpoint = opts.perEndpoint ?? N`), so the got loop follows it when it
- * changes; undefined when the source no longer says it that way.
+ * The dispatcher's requests in flight per integration: WEBHOOK_CONCURRENCY
+ * when set (the bench passes it on to the service), else the default the
+ * dispatcher takes (DEFAULT_SHARE in src/webhooks/fair-share.ts).
  */
-export function dispatcherConcurrency(): number | undefined {
-  try {
-    const src = fs.readFileSync(path.join(ROOT, 'src/webhooks/dispatcher.ts'), 'utf8');
-    const m = /perEndpoint\s*=\s*opts\.perEndpoint\s*\?\?\s*(\d+)/.exec(src);
-    return m ? Number(m[1]) : undefined;
-  } catch {
-    return undefined;
-  }
+export function dispatcherConcurrency(env: NodeJS.ProcessEnv = process.env): { n: number; from: string } {
+  const set = Number(env.WEBHOOK_CONCURRENCY);
+  if (Number.isSafeInteger(set) && set > 0) return { n: set, from: 'WEBHOOK_CONCURRENCY' };
+  return { n: DEFAULT_SHARE.perIntegration, from: 'the dispatcher’s default (WEBHOOK_CONCURRENCY unset)' };
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -126,7 +123,9 @@ export async function benchDispatch(input: DispatchBenchInput) {
   const backlog = input.quick ? 5_000 : 20_000;
 
   // the got loop: the same body size and headers as a delivery
-  const sampleBody = (await db.query<{ b: string }>(`SELECT ${backlogBody('$1', '$2')} AS b FROM (SELECT $3::int AS n) AS x`, [org, day, backlog / 2])).rows[0]!.b;
+  const sampleBody = (
+    await db.query<{ b: string }>(`SELECT ${backlogBody('$1', '$2')} AS b FROM (SELECT $3::int AS n) AS x`, [org, day, backlog / 2])
+  ).rows[0]!.b;
   const version = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
   const headers = {
     'content-type': 'application/json',
@@ -191,7 +190,9 @@ export async function benchDispatch(input: DispatchBenchInput) {
     const seconds = (lastArrival - committed) / 1000;
     // outcomes are written in batches after the arrivals: counted in the CPU, not in the time
     for (let i = 0; i < 300; i++) {
-      const left = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE integration_id = $1 AND status = 'pending'`, [integrationId]);
+      const left = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE integration_id = $1 AND status = 'pending'`, [
+        integrationId,
+      ]);
       if (left.rows[0]!.n === 0) break;
       await sleep(100);
     }
@@ -259,7 +260,10 @@ export async function benchDispatch(input: DispatchBenchInput) {
   const until = performance.now() + 30_000;
   while (arrivals.size < acked.size && performance.now() < until) await sleep(20);
   input.serviceRss.stop();
-  const lat = [...acked].filter(([c]) => arrivals.has(c)).map(([c, t]) => Math.max(0, arrivals.get(c)! - t)).sort((a, b) => a - b);
+  const lat = [...acked]
+    .filter(([c]) => arrivals.has(c))
+    .map(([c, t]) => Math.max(0, arrivals.get(c)! - t))
+    .sort((a, b) => a - b);
   log(
     `   steady ${rate} events/s for ${latencySeconds} s: ${arrivals.size}/${acked.size} notified; ` +
       `commit → arrival p50 ${percentile(lat, 50).toFixed(1)} ms, p99 ${percentile(lat, 99).toFixed(1)} ms`,

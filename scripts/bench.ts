@@ -26,7 +26,8 @@
 //                             `trackway migrate --distribute`, docs/scaling.md)
 //   --service-cmd "CMD"       how to start the service (default: dist/ build if any, else tsx)
 //   --workers N               appended to the service command as `--workers N`
-//   --dispatch-concurrency N  got loop in-flight requests (default: the dispatcher's per-endpoint default)
+//   --dispatch-concurrency N  the dispatcher's WEBHOOK_CONCURRENCY and the got loop's in-flight requests
+//                             (default: WEBHOOK_CONCURRENCY if set, else the dispatcher's default)
 //   --got-mode prepared|plain how the got loop drives got (default prepared, as the sender does)
 //   --limit-in-flight N  --limit-batch N   the limit server's group commit (defaults 2 / 256, as ingest)
 //   --cpu-prof                V8 CPU profiles of the service into bench-results/
@@ -37,7 +38,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type DispatchResult, benchDispatch, dispatcherConcurrency } from './bench-dispatch.ts';
-import { LIMIT_TABLE, type ScratchDatabase, createLimitTable, createScratchDatabase, embeddedUrl, inspectDatabase, redact } from './bench-database.ts';
+import {
+  LIMIT_TABLE,
+  type ScratchDatabase,
+  createLimitTable,
+  createScratchDatabase,
+  embeddedUrl,
+  inspectDatabase,
+  redact,
+} from './bench-database.ts';
 import { RssPeak, notPostgres, processTree, treeRss } from './bench-proc.ts';
 import { dispatchLines, perRoundLines, resultsTable, rssLine } from './bench-report.ts';
 import { type RoundsConfig, type ScenarioResult, type ServiceWindow, compare, shoot } from './bench-rounds.ts';
@@ -153,6 +162,7 @@ async function main(): Promise<string> {
   };
   if (scratch) serviceEnv.DATABASE_URL = scratch.url;
   else delete serviceEnv.DATABASE_URL;
+  if (args['dispatch-concurrency']) serviceEnv.WEBHOOK_CONCURRENCY = String(whole('dispatch-concurrency', args['dispatch-concurrency'], 0));
 
   const cmd = serviceCommand({ cmd: args['service-cmd'], workers: WORKERS, cpuProfDir: args['cpu-prof'] ? resultsDir : undefined });
   log(`service: ${cmd.line}   [${cmd.how}]   data dir ${dataDir}`);
@@ -180,7 +190,12 @@ async function main(): Promise<string> {
 
   const login = await json('POST', `${service.base}/v1/rest/bench/users/login`, { email: 'bench@bench.example', password: 'bench-password-1' });
   const token = login.bearer_token as string;
-  const reg = await json('POST', `${service.base}/v1/rest/bench/users/register`, { email: 'shop@bench.example', domain: 'bench-shop.example' }, token);
+  const reg = await json(
+    'POST',
+    `${service.base}/v1/rest/bench/users/register`,
+    { email: 'shop@bench.example', domain: 'bench-shop.example' },
+    token,
+  );
   const org = reg.organisation.id as number;
 
   const idle = treeRss(service.pid, notPostgres);
@@ -230,10 +245,8 @@ async function main(): Promise<string> {
   }
 
   let dispatch: DispatchResult | undefined;
-  const found = dispatcherConcurrency();
-  const concurrency = whole('dispatch-concurrency', args['dispatch-concurrency'], found ?? 8);
+  const { n: concurrency, from } = dispatcherConcurrency(serviceEnv);
   if (ONLY.has('dispatch') && PRELOAD === 0) {
-    const from = args['dispatch-concurrency'] ? '--dispatch-concurrency' : found ? 'the dispatcher’s per-endpoint default' : 'a guess: the dispatcher’s default was not found';
     log(`\n== dispatch (local keep-alive receiver; got loop at ${concurrency} in flight, from ${from})`);
     dispatch = await benchDispatch({
       serviceBase: service.base,
@@ -254,13 +267,28 @@ async function main(): Promise<string> {
   }
 
   const metrics = await (await fetch(`${service.base}/metrics`)).text();
-  const pick = (name: string) => metrics.split('\n').filter((l) => l.startsWith(name) && !l.includes('bucket')).join('; ');
+  const pick = (name: string) =>
+    metrics
+      .split('\n')
+      .filter((l) => l.startsWith(name) && !l.includes('bucket'))
+      .join('; ');
   const limitStats = (await (await fetch(`${limit.base}/stats`)).json()) as { batches: number; rows: number };
-  const rss = { idle_sum_mb: Math.round(idle.sumMb), peak_sum_mb: Math.round(serviceRss.sumMb), peak_largest_process_mb: Math.round(serviceRss.maxMb), processes: serviceRss.processes };
+  const rss = {
+    idle_sum_mb: Math.round(idle.sumMb),
+    peak_sum_mb: Math.round(serviceRss.sumMb),
+    peak_largest_process_mb: Math.round(serviceRss.maxMb),
+    processes: serviceRss.processes,
+  };
 
   const summary = {
     when: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memory_gb: Math.round(os.totalmem() / 2 ** 30), node: process.version, loadavg_at_end: os.loadavg() },
+    machine: {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model,
+      memory_gb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      loadavg_at_end: os.loadavg(),
+    },
     database: db,
     service: { command: cmd.line, how: cmd.how, processes_at_start: serviceProcesses, ready_after_s: Number(readyAfter.toFixed(1)) },
     method: {
@@ -270,7 +298,10 @@ async function main(): Promise<string> {
       quick: QUICK,
       preload_events: PRELOAD,
       order: 'warm-up of each, then rounds bare → limit → service',
-      limit_group_commit: { max_batch: whole('limit-batch', args['limit-batch'], 256), in_flight: whole('limit-in-flight', args['limit-in-flight'], 2) },
+      limit_group_commit: {
+        max_batch: whole('limit-batch', args['limit-batch'], 256),
+        in_flight: whole('limit-in-flight', args['limit-in-flight'], 2),
+      },
       tracking_rate_limit: serviceEnv.TRACKING_RATE_LIMIT,
     },
     results,

@@ -6,7 +6,10 @@
 //   2. esbuild bundles the browser tracker and the dashboard into dist/assets/
 //      with their gzip copies (src/http/prebuilt-assets.ts); the compiled
 //      server reads them at start and never loads esbuild.
-//   3. dist/build.json records the signature of the sources it was built
+//   3. the default geo data (DB-IP mmdb) is turned into a ranges file in
+//      node_modules/.cache/trackway-geo/ (src/tracking/geo.ts), once per
+//      version of the data: 20–50 s the first time, nothing afterwards.
+//   4. dist/build.json records the signature of the sources it was built
 //      from (scripts/build-state.js), which `npm start` compares.
 // Everything is built into a staging directory that replaces dist/ at the end,
 // so a failed build leaves the previous one (and no half-written dist/).
@@ -18,6 +21,7 @@ import { writePrebuiltAssets } from '../src/http/prebuilt-assets.ts';
 import { buildDashboard } from '../src/dashboard/bundle.ts';
 import { buildTracker, TRACKER_GZIP_LIMIT } from '../src/tracking/tracker-bundle.ts';
 import { PACKAGE_VERSION } from '../src/project.ts';
+import { prepareGeoRanges } from '../src/tracking/geo.ts';
 import { DIST, ROOT, signatureOf, sourceEntries } from './build-state.js';
 
 class BuildError extends Error {}
@@ -51,8 +55,19 @@ async function main(): Promise<void> {
     if (fs.existsSync(DIST)) fs.renameSync(DIST, old);
     fs.renameSync(staging, DIST);
     fs.rmSync(old, { recursive: true, force: true });
+    // the default geo data as a ranges file (kept in node_modules/.cache across builds; built once per data version)
+    const geoStarted = Date.now();
+    let geoNote = '';
+    try {
+      const geo = prepareGeoRanges(undefined);
+      const took = Date.now() - geoStarted > 1000 ? ` built in ${((Date.now() - geoStarted) / 1000).toFixed(1)} s` : '';
+      if (geo) geoNote = `; geo ranges ${path.relative(ROOT, geo)}${took}`;
+    } catch (err) {
+      // not fatal: the service builds it into its data directory at the first start
+      geoNote = `; geo ranges not built here (${(err as Error).message})`;
+    }
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    process.stdout.write(`trackway: built dist/ in ${seconds} s (tracker.js ${tracker.gzipBytes} bytes gzipped)\n`);
+    process.stdout.write(`trackway: built dist/ in ${seconds} s (tracker.js ${tracker.gzipBytes} bytes gzipped)${geoNote}\n`);
   } catch (e) {
     fs.rmSync(staging, { recursive: true, force: true });
     throw e;

@@ -1,6 +1,7 @@
 // Environment → typed configuration, read and validated once at start.
 // A bad value throws ConfigError whose message is a one-line reason.
 import path from 'node:path';
+import { DEFAULT_SHARE } from './webhooks/fair-share.ts';
 
 export class ConfigError extends Error {}
 
@@ -77,6 +78,12 @@ export interface Config {
   webhookMaxBacklog: number | undefined;
   /** an endpoint that accepted no delivery for this long is disabled (WEBHOOK_DISABLE_AFTER); undefined = never */
   webhookDisableAfterMs: number | undefined;
+  /**
+   * how one dispatcher process shares its capacity: requests in flight per
+   * integration (WEBHOOK_CONCURRENCY), deliveries held per organisation
+   * (WEBHOOK_ORGANISATION_SHARE) and in all (WEBHOOK_DISPATCH_CAPACITY)
+   */
+  webhookShare: { perIntegration: number; perOrganisation: number; global: number };
   eventRetentionDays: number | undefined;
   /** validate every response against the contract and fail loudly on drift */
   validateResponses: boolean;
@@ -228,6 +235,17 @@ export function loadConfig(env: Env = process.env): Config {
   if (webhookDisableAfterMs !== undefined && webhookDisableAfterMs < 1000) {
     throw new ConfigError('WEBHOOK_DISABLE_AFTER: must be at least 1s (or off)');
   }
+  const webhookShare = {
+    perIntegration: int(env, 'WEBHOOK_CONCURRENCY', DEFAULT_SHARE.perIntegration, 1, 1024),
+    perOrganisation: int(env, 'WEBHOOK_ORGANISATION_SHARE', DEFAULT_SHARE.perOrganisation, 1, 100_000),
+    global: int(env, 'WEBHOOK_DISPATCH_CAPACITY', DEFAULT_SHARE.global, 1, 100_000),
+  };
+  if (webhookShare.perIntegration > webhookShare.perOrganisation) {
+    throw new ConfigError('WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE');
+  }
+  if (webhookShare.perOrganisation > webhookShare.global) {
+    throw new ConfigError('WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY');
+  }
   const loginRateLimit = rateLimit(env, 'LOGIN_RATE_LIMIT', { limit: 10, windowMs: 15 * 60_000 });
   const metricsToken = str(env, 'METRICS_TOKEN');
   if (metricsToken !== undefined && (metricsToken.length < 16 || !/^[!-~]+$/.test(metricsToken))) {
@@ -266,6 +284,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpRequestTimeoutMs,
     webhookMaxBacklog,
     webhookDisableAfterMs,
+    webhookShare,
     eventRetentionDays,
     validateResponses: bool(env, 'TRACKWAY_VALIDATE_RESPONSES', false),
     fastPath: bool(env, 'TRACKWAY_FAST_PATH', true),

@@ -57,18 +57,13 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db, cipher), config.jwtTtlSeconds);
   const targets = createTargetCache(db);
   const organisations = createOrganisationDirectory(db, cipher);
-  const geo = loadGeoLocator(config.geoipDb, log);
+  const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
   const ingest = createIngestor({ db, log, metrics, targets });
   return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest };
 }
 
 /** Everything that needs the database and HTTP, on an already-open database. */
-export async function startOnDatabase(
-  config: Config,
-  handle: DbHandle,
-  log: Logger,
-  opts: ServeOptions,
-): Promise<RunningServer> {
+export async function startOnDatabase(config: Config, handle: DbHandle, log: Logger, opts: ServeOptions): Promise<RunningServer> {
   const deps = await buildDeps(config, handle.db, log, opts.metrics);
   const jobs = opts.jobs ?? true;
   if (config.bootstrap && opts.bootstrap !== false) {

@@ -23,6 +23,7 @@ import type { ServeOptions } from '../server.ts';
 import { MetricsAggregator } from './cluster-metrics.ts';
 import { type HelloMessage, isMessage, type ReadyMessage, type StartMessage } from './messages.ts';
 import { workerPoolSize } from './pool-size.ts';
+import { GeoIpError, prepareGeoRanges } from '../tracking/geo.ts';
 
 /** a worker that dies is started again after this, doubled for each quick death in a row, up to RESTART_MAX_MS */
 const RESTART_MIN_MS = 500;
@@ -43,7 +44,7 @@ interface Slot {
   restart: NodeJS.Timeout | undefined;
 }
 
-/** Migrations, keys, the bootstrap account and the pool size: once, before any worker starts. */
+/** Migrations, keys, the geo ranges file, the bootstrap account and the pool size: once, before any worker starts. */
 async function prepare(config: Config, log: Logger, url: string, workers: number): Promise<number> {
   const handle = createDb(url, { max: 2, onError: (err) => log.warn({ err }, 'idle database connection failed') });
   try {
@@ -51,6 +52,13 @@ async function prepare(config: Config, log: Logger, url: string, workers: number
     if (applied.length) log.info({ migrations: applied }, 'applied migrations');
     // generated here when missing, so that workers starting together read one key
     const cipher = loadCipher(config.secretKey, config.dataDir);
+    // built here when missing, so that workers starting together share one (each then reads it with pread)
+    try {
+      prepareGeoRanges(config.geoipDb, { dataDir: config.dataDir }, log);
+    } catch (err) {
+      // an unusable GEOIP_DB is reported by the workers, which refuse to start with it
+      if (!(err instanceof GeoIpError)) log.warn({ err }, 'no geo ranges file: each worker reads the mmdb files into memory instead');
+    }
     // what older versions kept in clear is sealed once, before any worker reads it
     await sealSecretsAtRest(handle.db, cipher, log);
     await loadJwtSecret(config.jwtSecret, handle.db, cipher);

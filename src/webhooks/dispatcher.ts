@@ -27,11 +27,11 @@ import { deliveryHeaders, userAgent } from './signing.ts';
 export interface DispatcherOptions {
   /** most deliveries claimed by one query */
   batchSize?: number;
-  /** most deliveries held (in flight or waiting to start) by this process; default 512 */
+  /** most deliveries held (in flight or waiting to start) by this process; default config.webhookShare.global */
   globalConcurrency?: number;
-  /** most requests in flight per integration; default 8 */
+  /** most requests in flight per integration; default config.webhookShare.perIntegration */
   perIntegration?: number;
-  /** most deliveries held per organisation; default 128 */
+  /** most deliveries held per organisation; default config.webhookShare.perOrganisation */
   perOrganisation?: number;
   /** claim at least this often without a notification (ms) */
   pollIntervalMs?: number;
@@ -101,11 +101,12 @@ export class Dispatcher {
     this.batchSize = opts.batchSize ?? 200;
     this.pollMs = opts.pollIntervalMs ?? 1000;
     this.stopGraceMs = opts.stopGraceMs ?? 5000;
+    const configured = deps.config.webhookShare ?? DEFAULT_SHARE;
     this.share = new FairShare({
       ...DEFAULT_SHARE,
-      global: opts.globalConcurrency ?? DEFAULT_SHARE.global,
-      perIntegration: opts.perIntegration ?? DEFAULT_SHARE.perIntegration,
-      perOrganisation: opts.perOrganisation ?? DEFAULT_SHARE.perOrganisation,
+      global: opts.globalConcurrency ?? configured.global,
+      perIntegration: opts.perIntegration ?? configured.perIntegration,
+      perOrganisation: opts.perOrganisation ?? configured.perOrganisation,
     });
     this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
     this.sender = createSender({
@@ -325,7 +326,8 @@ export class Dispatcher {
   /** What an outcome write changed in endpoints' circuit breakers. */
   private healthChanged(changes: HealthChange[], resumed: { org_id: number; integration_id: number }[]): void {
     const now = Date.now();
-    for (const r of resumed) this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');
+    for (const r of resumed)
+      this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');
     // what waited for a paused endpoint is due now
     if (resumed.length > 0 && !this.stopping) this.signal.wake();
     for (const h of changes) {
@@ -352,7 +354,9 @@ export class Dispatcher {
             this.metrics.endpointsDisabled.inc();
             this.deps.log.warn({ ...ctx, cancelled: done.cancelled, reason: done.reason }, 'webhook endpoint disabled after failing for too long');
           })
-          .catch((err: unknown) => this.deps.log.warn({ err, ...ctx }, 'disabling a failing webhook endpoint failed; tried again at its next failure'))
+          .catch((err: unknown) =>
+            this.deps.log.warn({ err, ...ctx }, 'disabling a failing webhook endpoint failed; tried again at its next failure'),
+          )
           .finally(() => this.disabling.delete(h.integration_id));
       }
     }

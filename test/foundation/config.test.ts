@@ -19,6 +19,14 @@ describe('config', () => {
     expect(c.loginAddressRateLimit).to.deep.equal({ limit: 30, windowMs: 900_000 });
     expect(c.passwordHashCost).to.equal(17);
     expect(c.metricsToken).to.equal(undefined);
+    expect(c.webhookShare).to.deep.equal({ perIntegration: 8, perOrganisation: 128, global: 512 });
+    expect(
+      loadConfig({ WEBHOOK_CONCURRENCY: '32', WEBHOOK_ORGANISATION_SHARE: '256', WEBHOOK_DISPATCH_CAPACITY: '1024' }).webhookShare,
+    ).to.deep.equal({
+      perIntegration: 32,
+      perOrganisation: 256,
+      global: 1024,
+    });
   });
 
   const bad: [Record<string, string>, RegExp][] = [
@@ -38,6 +46,9 @@ describe('config', () => {
     [{ TRACKING_IDENTIFY_RATE_LIMIT: '5' }, /^TRACKING_IDENTIFY_RATE_LIMIT: "5" is not a rate limit/],
     [{ PASSWORD_HASH_COST: '12' }, /^PASSWORD_HASH_COST: 12 is outside 14..20$/],
     [{ METRICS_TOKEN: 'short' }, /^METRICS_TOKEN: must be at least 16/],
+    [{ WEBHOOK_CONCURRENCY: '0' }, /^WEBHOOK_CONCURRENCY: 0 is outside 1..1024$/],
+    [{ WEBHOOK_CONCURRENCY: '200' }, /^WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE$/],
+    [{ WEBHOOK_ORGANISATION_SHARE: '600' }, /^WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY$/],
   ];
   for (const [env, message] of bad) {
     it(`refuses ${JSON.stringify(env)} with a one-line reason`, () => {
@@ -55,7 +66,10 @@ describe('config', () => {
     expect(parseDuration('X', '2h')).to.equal(7_200_000);
     expect(parseDuration('X', '3')).to.equal(3000);
     // TRACKING_RATE_LIMIT sets the per-address and per-organisation limits together (as in older versions)
-    expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s' }).trackingLimits).to.deep.include({ ip: { limit: 100, windowMs: 1000 }, org: { limit: 100, windowMs: 1000 } });
+    expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s' }).trackingLimits).to.deep.include({
+      ip: { limit: 100, windowMs: 1000 },
+      org: { limit: 100, windowMs: 1000 },
+    });
     expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginRateLimit).to.equal(undefined);
     expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginAddressRateLimit).to.equal(undefined);
   });

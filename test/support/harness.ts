@@ -66,10 +66,7 @@ export interface TestServer extends RunningServer {
 }
 
 /** The app on a fresh database; `env` is read as the process environment would be. */
-export async function startTestServer(
-  env: Record<string, string> = {},
-  opts: ServeOptions = { dispatcher: false },
-): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, opts: ServeOptions = { dispatcher: false }): Promise<TestServer> {
   const database = await freshDatabase();
   const config = loadConfig({
     PORT: '0',
@@ -83,6 +80,8 @@ export async function startTestServer(
     // rehash and login set PASSWORD_HASH_COST=17 (test/platform/passwords.test.ts,
     // login.test.ts), and the CLI tests run child processes at the default.
     PASSWORD_HASH_COST: process.env.TEST_PASSWORD_HASH_COST ?? '14',
+    // the dispatcher's requests in flight per integration: the fairness and delivery tests follow it
+    ...(process.env.TEST_WEBHOOK_CONCURRENCY ? { WEBHOOK_CONCURRENCY: process.env.TEST_WEBHOOK_CONCURRENCY } : {}),
     ...env,
   });
   const log = createLogger(config.logLevel);

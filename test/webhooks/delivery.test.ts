@@ -127,7 +127,9 @@ describe('webhook delivery', function () {
       expect(() => wh.verify(req.body.replace('"org_id"', '"org_id" '), req.headers as Record<string, string>)).to.throw();
       // and the manual recipe of /docs/webhooks gives the same signature
       const key = Buffer.from(hook.signingSecret.slice('whsec_'.length), 'base64');
-      const mac = createHmac('sha256', key).update(`${String(req.headers['webhook-id'])}.${ts}.${req.body}`).digest('base64');
+      const mac = createHmac('sha256', key)
+        .update(`${String(req.headers['webhook-id'])}.${ts}.${req.body}`)
+        .digest('base64');
       expect(req.headers['webhook-signature']).to.equal(`v1,${mac}`);
     }
     expect(byMedium.get('matched')!.headers['webhook-id']).to.not.equal(byMedium.get('event')!.headers['webhook-id']);
@@ -160,7 +162,9 @@ describe('webhook delivery', function () {
   it('counts a receiver slower than httpTimeout as a failed attempt and retries it', async () => {
     const r = await receiver((_req, i) => (i === 0 ? { status: 200, delayMs: 2500 } : { status: 200 }));
     const hook = await integration(r, { httpTimeout: 1 });
-    const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'event', body: eventExportedPayload({ orgId: tenant.orgId, contact: 'a@b.co', type: 'EMAIL', at: new Date(), event: 'view' }) }]);
+    const [id] = await enqueue(srv.deps.db, hook, [
+      { kind: 'event', body: eventExportedPayload({ orgId: tenant.orgId, contact: 'a@b.co', type: 'EMAIL', at: new Date(), event: 'view' }) },
+    ]);
     const d = await settled(id!, 'delivered');
     expect(d.attempts).to.have.length(2);
     expect(d.attempts[0].status_code).to.equal(null);
@@ -244,7 +248,9 @@ describe('webhook delivery', function () {
   it('a manual retry restarts the schedule: a failing endpoint gets the full schedule again', async () => {
     const r = await receiver(() => ({ status: 502 }));
     const hook = await integration(r);
-    const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'event', body: eventExportedPayload({ orgId: tenant.orgId, contact: 'a@b.co', type: 'EMAIL', at: new Date(), event: 'buy' }) }]);
+    const [id] = await enqueue(srv.deps.db, hook, [
+      { kind: 'event', body: eventExportedPayload({ orgId: tenant.orgId, contact: 'a@b.co', type: 'EMAIL', at: new Date(), event: 'buy' }) },
+    ]);
     await settled(id!, 'failed');
     await srv.api.post(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
     const d = await eventually(async () => {
@@ -261,20 +267,23 @@ describe('webhook delivery', function () {
     const fastHook = await integration(fast);
     const many = (n: number, tag: string) =>
       Array.from({ length: n }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(tenant.orgId, `${tag}${i}@example.com`) }));
-    const slowIds = await enqueue(srv.deps.db, slowHook, many(30, 'slow'));
-    await slow.waitFor(8);
+    // the configured cap (WEBHOOK_CONCURRENCY), not a literal
+    const cap = srv.deps.config.webhookShare.perIntegration;
+    const total = cap + 22;
+    const slowIds = await enqueue(srv.deps.db, slowHook, many(total, 'slow'));
+    await slow.waitFor(cap);
     const fastIds = await enqueue(srv.deps.db, fastHook, many(5, 'fast'));
     for (const id of fastIds) await settled(id, 'delivered', 1);
     expect(fast.requests).to.have.length(5);
-    // eight requests wait on the slow endpoint, and not one more was sent to it
-    expect(slow.requests).to.have.length(8);
-    expect(slow.holding).to.equal(8);
+    // `cap` requests wait on the slow endpoint, and not one more was sent to it
+    expect(slow.requests).to.have.length(cap);
+    expect(slow.holding).to.equal(cap);
 
     slow.respond(() => ({ status: 200 }));
     slow.releaseHeld();
     for (const id of slowIds) expect((await settled(id, 'delivered', 1)).attempts_count).to.equal(1);
-    expect(slow.requests).to.have.length(30);
-    expect(new Set(slow.requests.map((q) => q.headers['webhook-id'])).size).to.equal(30);
+    expect(slow.requests).to.have.length(total);
+    expect(new Set(slow.requests.map((q) => q.headers['webhook-id'])).size).to.equal(total);
   });
 
   it('deactivating cancels pending deliveries; re-activating sends only what happens afterwards', async () => {
@@ -308,7 +317,11 @@ describe('webhook delivery', function () {
     const r = await receiver(() => ({ status: 503, headers: { 'Retry-After': '30' } }));
     const base = `/v1/rest/${tenant.platform}/integration`;
     const data = { endpoint: r.url, httpTimeout: '5', do_events: true, do_contacts: true };
-    const created = await srv.api.post(base, { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { ...data, authToken: 'tok_api_5678' } }, { token: tenant.token });
+    const created = await srv.api.post(
+      base,
+      { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { ...data, authToken: 'tok_api_5678' } },
+      { token: tenant.token },
+    );
     expect(created.status).to.equal(201);
     const hook: TestIntegration = { id: created.body.integration.id, orgId: tenant.orgId, signingSecret: created.body.integration.signing_secret };
 

@@ -7,15 +7,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import {
-  type Tenant,
-  type TestIntegration,
-  createIntegration,
-  createTenant,
-  enqueue,
-  eventually,
-  matchedBody,
-} from '../support/webhook-fixtures.ts';
+import { type Tenant, type TestIntegration, createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
 
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -24,9 +16,15 @@ describe('fair dispatch under a noisy neighbour', function () {
   this.timeout(60_000);
   let srv: TestServer;
   const receivers: TestReceiver[] = [];
+  // the configured shares (WEBHOOK_CONCURRENCY, WEBHOOK_ORGANISATION_SHARE): requests in flight per integration, held per organisation
+  let P: number;
+  let O: number;
 
   before(async () => {
     srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { dispatcher: true });
+    ({ perIntegration: P, perOrganisation: O } = srv.deps.config.webhookShare);
+    // the first test's attacker must fit its organisation's share with its 4 integrations
+    expect(4 * P, 'WEBHOOK_CONCURRENCY × 4 within WEBHOOK_ORGANISATION_SHARE for these tests').to.be.at.most(O);
   });
   after(async () => {
     await Promise.all(receivers.map((r) => r.close()));
@@ -61,8 +59,8 @@ describe('fair dispatch under a noisy neighbour', function () {
     const attackIds: number[] = [];
     for (const [n, hook] of hooks.entries()) attackIds.push(...(await enqueue(srv.deps.db, hook, many(attacker.orgId, 160, `atk${n}`))));
     expect(attackIds).to.have.length(640);
-    // the dispatcher is busy with them: every dead endpoint holds its 8 requests in flight
-    await eventually(async () => (dead.every((r) => r.holding === 8) ? true : undefined), 10_000, 'the attack to occupy its share');
+    // the dispatcher is busy with them: every dead endpoint holds its P requests in flight
+    await eventually(async () => (dead.every((r) => r.holding === P) ? true : undefined), 10_000, 'the attack to occupy its share');
 
     // the victim: another organisation, its webhook, and real identify calls (each makes a contact match)
     const victim: Tenant = await createTenant(srv.deps.db, srv.deps.tokens);
@@ -86,12 +84,12 @@ describe('fair dispatch under a noisy neighbour', function () {
     );
     expect(sorted[sorted.length - 1], 'slowest commit → arrival of the other tenant (ms)').to.be.at.most(1000);
 
-    // the attacker held only its share: 8 requests in flight per integration, nothing more claimed
-    expect(dead.map((r) => r.holding)).to.deep.equal([8, 8, 8, 8]);
-    expect(dead.map((r) => r.requests.length)).to.deep.equal([8, 8, 8, 8]);
+    // the attacker held only its share: P requests in flight per integration, nothing more claimed
+    expect(dead.map((r) => r.holding)).to.deep.equal([P, P, P, P]);
+    expect(dead.map((r) => r.requests.length)).to.deep.equal([P, P, P, P]);
     const metrics = (await srv.api.get('/metrics', { unchecked: true })).text;
     expect(metrics).to.match(/trackway_webhook_integrations_at_share 4/);
-    expect(metrics).to.match(/trackway_webhook_largest_organisation_held 32/);
+    expect(metrics).to.match(new RegExp(`trackway_webhook_largest_organisation_held ${4 * P}\\b`));
     expect(metrics).to.match(/trackway_webhook_dispatch_lag_seconds_count \d+/);
 
     // and lost nothing: every one of its deliveries still pending, none attempted beyond those in flight
@@ -102,7 +100,7 @@ describe('fair dispatch under a noisy neighbour', function () {
       .where('org_id', '=', attacker.orgId)
       .where('attempts_count', '>', 0)
       .executeTakeFirstOrThrow();
-    expect(Number(attempted.n)).to.equal(32);
+    expect(Number(attempted.n)).to.equal(4 * P);
 
     // once the endpoints answer, all 640 arrive, each exactly once
     for (const r of dead) {
@@ -123,31 +121,36 @@ describe('fair dispatch under a noisy neighbour', function () {
     const b = await createTenant(srv.deps.db, srv.deps.tokens);
     const hookA = await createIntegration(srv.deps.db, srv.deps.cipher, a.orgId, { endpoint: `${base}/a`, httpTimeout: 30 });
     const hookB = await createIntegration(srv.deps.db, srv.deps.cipher, b.orgId, { endpoint: `${base}/b` });
-    await enqueue(srv.deps.db, hookA, many(a.orgId, 100, 'a'));
-    await eventually(async () => (saas.holding === 8 ? true : undefined), 10_000, 'tenant A to fill its share');
+    const aCount = Math.max(100, 2 * P);
+    await enqueue(srv.deps.db, hookA, many(a.orgId, aCount, 'a'));
+    await eventually(async () => (saas.holding === P ? true : undefined), 10_000, 'tenant A to fill its share');
     const started = Date.now();
     await enqueue(srv.deps.db, hookB, many(b.orgId, 40, 'b'));
     await eventually(async () => ((await statuses(b.orgId)).delivered === 40 ? true : undefined), 10_000, 'tenant B’s deliveries');
-    console.log(`      fairness figures: 40 deliveries of tenant B through the receiver tenant A stalls, all delivered in ${Date.now() - started} ms`);
+    console.log(
+      `      fairness figures: 40 deliveries of tenant B through the receiver tenant A stalls, all delivered in ${Date.now() - started} ms`,
+    );
     expect(saas.requests.filter((q) => q.path === '/b')).to.have.length(40);
-    // A still has its 8 in flight and nothing more
-    expect(saas.holding).to.equal(8);
-    expect(saas.requests.filter((q) => q.path === '/a')).to.have.length(8);
+    // A still has its P in flight and nothing more
+    expect(saas.holding).to.equal(P);
+    expect(saas.requests.filter((q) => q.path === '/a')).to.have.length(P);
     saas.respond(() => ({ status: 204 }));
     saas.releaseHeld();
-    await eventually(async () => ((await statuses(a.orgId)).delivered === 100 ? true : undefined), 20_000, 'tenant A’s deliveries');
+    await eventually(async () => ((await statuses(a.orgId)).delivered === aCount ? true : undefined), 20_000, 'tenant A’s deliveries');
   });
 
   it('bounds what one organisation holds, however many dead endpoints it adds', async () => {
-    // 20 integrations × 8 requests would be 160: the organisation's share is 128
+    // n integrations × P requests would be more than the organisation's share O (by default 20 × 8 = 160 > 128)
+    const n = Math.ceil(O / P) + 4;
+    const each = Math.max(10, P);
     const attacker = await createTenant(srv.deps.db, srv.deps.tokens);
     const sink = await receiver(() => ({ status: 200, hold: true }));
     const base = `http://127.0.0.1:${sink.port}`;
-    for (let i = 0; i < 20; i++) {
+    for (let i = 0; i < n; i++) {
       const hook = await createIntegration(srv.deps.db, srv.deps.cipher, attacker.orgId, { endpoint: `${base}/dead-${i}`, httpTimeout: 30 });
-      await enqueue(srv.deps.db, hook, many(attacker.orgId, 10, `d${i}`));
+      await enqueue(srv.deps.db, hook, many(attacker.orgId, each, `d${i}`));
     }
-    await eventually(async () => (sink.holding === 128 ? true : undefined), 10_000, 'the organisation to fill its share');
+    await eventually(async () => (sink.holding === O ? true : undefined), 10_000, 'the organisation to fill its share');
     const victim = await createTenant(srv.deps.db, srv.deps.tokens);
     const ok = await receiver(() => ({ status: 204 }));
     const hook = await createIntegration(srv.deps.db, srv.deps.cipher, victim.orgId, { endpoint: ok.url });
@@ -155,16 +158,22 @@ describe('fair dispatch under a noisy neighbour', function () {
     await enqueue(srv.deps.db, hook, many(victim.orgId, 5, 'v'));
     await ok.waitFor(5, 5_000);
     const took = Date.now() - started;
-    console.log(`      fairness figures: an organisation with 20 dead endpoints holds ${sink.holding} requests (its share: 128); another tenant's 5 deliveries arrived ${took} ms after commit`);
+    console.log(
+      `      fairness figures: an organisation with ${n} dead endpoints holds ${sink.holding} requests (its share: ${O}); another tenant's 5 deliveries arrived ${took} ms after commit`,
+    );
     expect(took).to.be.at.most(1000);
     // never more than the share, and nothing claimed beyond what it holds
-    expect(sink.holding).to.equal(128);
-    expect(sink.requests).to.have.length(128);
-    expect(await statuses(attacker.orgId)).to.deep.equal({ pending: 200 });
+    expect(sink.holding).to.equal(O);
+    expect(sink.requests).to.have.length(O);
+    expect(await statuses(attacker.orgId)).to.deep.equal({ pending: n * each });
     const metrics = (await srv.api.get('/metrics', { unchecked: true })).text;
     expect(metrics).to.match(/trackway_webhook_organisations_at_share 1/);
     sink.respond(() => ({ status: 204 }));
     sink.releaseHeld();
-    await eventually(async () => ((await statuses(attacker.orgId)).delivered === 200 ? true : undefined), 20_000, 'the organisation’s deliveries');
+    await eventually(
+      async () => ((await statuses(attacker.orgId)).delivered === n * each ? true : undefined),
+      20_000,
+      'the organisation’s deliveries',
+    );
   });
 });
