@@ -1290,6 +1290,11 @@ export interface webhooks {
          *     (identity verification) for this contact; an unverified match was
          *     asserted by a browser alone.
          *
+         *     `matched_at` is when the identify call was received (ISO 8601, UTC,
+         *     milliseconds) and `visitor` the tracker's ids of the visitor it was
+         *     made for (`core_id`, `roaming_id`, `corex_id`). Ignore fields you do
+         *     not know: later versions may add more.
+         *
          *     **Delivery.** At least once: de-duplicate on `webhook-id`, which stays
          *     the same on every retry. Verify `webhook-signature` with the
          *     integration's `signing_secret` (e.g. with the `standardwebhooks`
@@ -1386,6 +1391,16 @@ export interface webhooks {
          *     `addtocart`; `view` and `productview` → `view`; `buy`,
          *     `removefromcart`, `checkout` and `categoryview` unchanged. `date` is
          *     the UTC day of the event.
+         *
+         *     Beyond those interface fields, each export carries `event_id` (the
+         *     same for every contact and integration the event goes to),
+         *     `occurred_at` (ISO 8601, UTC, milliseconds), `source_event` (the
+         *     tracker's name: `view` and `productview` both export as `view`),
+         *     `visitor` (`core_id`, `roaming_id`, `corex_id`) and `properties`
+         *     (the event's own fields as the tracker sent them: page, product,
+         *     price, URLs, cart value, order, items, category; a URL outside the
+         *     organisation's `allowed_domains` is left out). Ignore fields you do
+         *     not know: later versions may add more.
          *
          *     Delivery, signature and retries work as for `contactMatched`:
          *     at-least-once, de-duplicate on `webhook-id`, answer 2xx within
@@ -2201,7 +2216,7 @@ export interface components {
             /** @constant */
             message: "Registration successful";
         };
-        /** @description Sent to every active integration with `do_contacts: true` each time an identify call links a visitor to a contact it was not linked to before. */
+        /** @description Sent to every active integration with `do_contacts: true` each time an identify call links a visitor to a contact it was not linked to before. Besides the interface's fields it carries `verified`, `matched_at` and `visitor`. Receivers must ignore fields they do not know: later versions may add more. */
         ContactMatchedNotification: {
             /** @constant */
             medium: "matched";
@@ -2214,12 +2229,19 @@ export interface components {
             org_id: string;
             /** @description `true` when the identify call carried a valid `hash` for this contact (identity verification): the shop's server vouched that the visitor is this customer. `false` means the browser alone said so; treat such a match with care (for example, do not send it marketing email before it is confirmed). Always sent by this version; a stored delivery made before identity verification existed lacks it. */
             verified?: boolean;
+            /**
+             * Format: date-time
+             * @description When the identify call that made the match was received: ISO 8601 in UTC with milliseconds (`2026-11-23T10:15:42.318Z`); `date` is its day. Always sent by this version; a stored delivery made before it existed lacks it.
+             */
+            matched_at?: string;
+            /** @description The visitor the identify call was made for (the ids of the tracker in that browser). Always sent by this version; a stored delivery made before it existed lacks it. */
+            visitor?: components["schemas"]["WebhookVisitor"];
             /** @description URL of the product last added to cart by this person. Left out when there is none. Always a URL inside the organisation's `allowed_domains`. */
             last_addtocart?: components["schemas"]["HttpUrl"];
             /** @description Product URLs of the last three distinct products this person viewed, most recent first, inside the organisation's `allowed_domains`. Left out when there are none. */
             last_view?: components["schemas"]["HttpUrl"][];
         };
-        /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. */
+        /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. The seed fields (`medium` to `event`) are as the interface fixes them; `event_id`, `occurred_at`, `source_event`, `visitor` and `properties` tell one event from another and carry what it recorded. Receivers must ignore fields they do not know: later versions may add more. */
         EventExportedNotification: {
             /** @constant */
             medium: "event";
@@ -2235,6 +2257,43 @@ export interface components {
              * @enum {string}
              */
             event: "addtocart" | "view" | "buy" | "removefromcart" | "checkout" | "categoryview";
+            /** @description The recorded event's id, the same for every contact and integration it is exported to (and the `id` of the event in `listEvents`): use it to tell a repeated delivery of one event from two events. Always sent by this version; a stored delivery made before it existed lacks it. */
+            event_id?: string;
+            /**
+             * Format: date-time
+             * @description When the event was received: ISO 8601 in UTC with milliseconds (`2026-11-23T10:15:42.318Z`); `date` is its day. Always sent by this version.
+             */
+            occurred_at?: string;
+            /** @description The tracker's own event name, before the export mapping of `event`: `view` and `productview` both export as `view`, and `source_event` tells them apart. Always sent by this version. */
+            source_event?: components["schemas"]["EventName"];
+            /** @description The visitor whose event it is. Always sent by this version. */
+            visitor?: components["schemas"]["WebhookVisitor"];
+            /** @description The event's own fields as the tracker sent them (the body of the tracking call named by `source_event`), except URLs outside the organisation's `allowed_domains`, which are left out. Always sent by this version. */
+            properties?: components["schemas"]["EventProperties"];
+        };
+        /** @description The tracker's ids of a visitor (see the tracking API's path segments). */
+        WebhookVisitor: {
+            /** @description The visitor's unique id (first-party, kept two years by the tracker). */
+            core_id: components["schemas"]["VisitorId"];
+            /** @description The session id of the call (30 minutes idle). */
+            roaming_id: components["schemas"]["VisitorId"];
+            /** @description The shop's own id for the signed-in customer, when the tracker set one; `null` when none. */
+            corex_id: components["schemas"]["VisitorId"] | null;
+        };
+        /** @description The fields of a tracked event, as the tracker sent them: `page` for `view`; `cart_url`, `product_id`, `line_items`, `cart_value` for `updatecart` and `removefromcart`; `checkout`, `items`, `cart_value` for `checkout`; `checkout_url`, `order_id`, `items` for `buy`; `product_id`, `price`, `product_url` for `productview`; `category` for `categoryview`. Fields the tracker left out are left out here. A URL (`page`, `cart_url`, `checkout`, `checkout_url`, `product_url`, an item's `product_url`, a line's `image_url`) whose host is outside the organisation's `allowed_domains` is left out too, exactly as it never reaches `last_view` or `last_addtocart`: a browser can send anything, and a notification must not carry a link from elsewhere (the event itself keeps it: `listEvents`). Add a CDN's host to `allowed_domains` to receive its image URLs. */
+        EventProperties: {
+            page?: components["schemas"]["HttpUrl"];
+            cart_url?: components["schemas"]["HttpUrl"];
+            product_id?: components["schemas"]["ProductId"];
+            line_items?: components["schemas"]["LineItem"][];
+            cart_value?: components["schemas"]["Money"];
+            checkout?: components["schemas"]["HttpUrl"];
+            items?: components["schemas"]["OrderItem"][];
+            checkout_url?: components["schemas"]["HttpUrl"];
+            order_id?: string;
+            price?: components["schemas"]["Money"];
+            product_url?: components["schemas"]["HttpUrl"];
+            category?: string;
         };
         HealthStatus: {
             /** @constant */

@@ -69,6 +69,8 @@ function visitorTouches(items: IngestItem[]): VisitorTouch[] {
 class BatchState {
   /** person of each visitor touched */
   readonly personOf = new Map<string, number>();
+  /** corex_id of each visitor touched, after this batch's upsert (notifications carry it) */
+  readonly corexOf = new Map<string, string | null>();
   /** persons merged during this batch: gone → kept */
   private readonly redirect = new Map<number, number>();
   /** contacts per person, read at most once per batch (dropped when they change) */
@@ -159,7 +161,7 @@ class BatchState {
   }
 }
 
-async function applyEvent(s: BatchState, it: EventItem, targets: Target[]): Promise<void> {
+async function applyEvent(s: BatchState, it: EventItem, eventId: number, targets: Target[]): Promise<void> {
   const person = s.personOfVisitor(it.orgId, it.coreId);
   const body = it.body;
   const allowed = (url: unknown): url is string => typeof url === 'string' && it.policy.allowsUrl(url);
@@ -181,7 +183,17 @@ async function applyEvent(s: BatchState, it: EventItem, targets: Target[]): Prom
   if (exportTo.length === 0) return;
   for (const contact of await s.contacts(it.orgId, person)) {
     const payload = JSON.stringify(
-      eventExportedPayload({ orgId: it.orgId, contact: contact.value, type: contact.type, at: it.receivedAt, event: it.name }),
+      eventExportedPayload({
+        orgId: it.orgId,
+        contact: contact.value,
+        type: contact.type,
+        at: it.receivedAt,
+        event: it.name,
+        eventId,
+        visitor: { coreId: it.coreId, roamingId: it.roamingId, corexId: it.corexId },
+        properties: body,
+        allowsUrl: it.policy.allowsUrl,
+      }),
     );
     for (const t of exportTo) s.deliveries.push({ orgId: it.orgId, integrationId: t.id, kind: 'event', body: payload });
   }
@@ -212,6 +224,7 @@ async function applyIdentify(s: BatchState, it: IdentifyItem, targets: Target[])
         type: c.type,
         verified: c.verified,
         at: it.receivedAt,
+        visitor: { coreId: it.coreId, roamingId: it.roamingId, corexId: s.corexOf.get(key(it.orgId, it.coreId)) ?? null },
         lastView: recent.last_view,
         lastAddToCart: recent.last_addtocart,
       }),
@@ -223,7 +236,10 @@ async function applyIdentify(s: BatchState, it: IdentifyItem, targets: Target[])
 export async function processBatch(deps: Deps, tx: Tx, items: IngestItem[]): Promise<void> {
   const s = new BatchState(deps, tx);
   const touched = await upsertVisitors(tx, visitorTouches(items));
-  for (const v of touched) s.personOf.set(key(v.org_id, v.core_id), v.person_id);
+  for (const v of touched) {
+    s.personOf.set(key(v.org_id, v.core_id), v.person_id);
+    s.corexOf.set(key(v.org_id, v.core_id), v.corex_id);
+  }
 
   // visitors sharing a non-null corex_id are one person (not under `required`: see above)
   const policies = new Map(items.map((it) => [it.orgId, it.policy]));
@@ -236,26 +252,26 @@ export async function processBatch(deps: Deps, tx: Tx, items: IngestItem[]): Pro
     }
   }
 
-  await insertEvents(
+  const events = items.filter((it): it is EventItem => it.kind === 'event');
+  const eventIds = await insertEvents(
     tx,
-    items
-      .filter((it): it is EventItem => it.kind === 'event')
-      .map((it) => ({
-        orgId: it.orgId,
-        receivedAt: it.receivedAt,
-        name: it.name,
-        coreId: it.coreId,
-        roamingId: it.roamingId,
-        corexId: it.corexId,
-        body: it.body,
-      })),
+    events.map((it) => ({
+      orgId: it.orgId,
+      receivedAt: it.receivedAt,
+      name: it.name,
+      coreId: it.coreId,
+      roamingId: it.roamingId,
+      corexId: it.corexId,
+      body: it.body,
+    })),
   );
+  const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
 
   const targetsByOrg = new Map<number, Target[]>();
   for (const orgId of new Set(items.map((it) => it.orgId))) targetsByOrg.set(orgId, await deps.targets.forOrg(orgId));
   for (const it of items) {
     const targets = targetsByOrg.get(it.orgId)!;
-    if (it.kind === 'event') await applyEvent(s, it, targets);
+    if (it.kind === 'event') await applyEvent(s, it, idOf.get(it)!, targets);
     else await applyIdentify(s, it, targets);
   }
   await s.flushProfiles();
