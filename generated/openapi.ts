@@ -7,7 +7,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -36,6 +36,19 @@ export interface paths {
          *     the right password from another address is always accepted.
          *     Successful logins are not counted, and a success starts its email's
          *     count from that address over. An IPv6 address counts by its /64.
+         *
+         *     **Merchants who registered themselves** through the analytics host
+         *     (`registerAnalyticsUser`) log in under the reserved platform name
+         *     `merchant` (`POST /v1/rest/merchant/users/login`) with the email and
+         *     password they registered with. The token is a merchant session: under
+         *     `/v1/rest/merchant/...` (and `/v1/rest/integration`) it reads and
+         *     manages only the merchant's own organisation (its token, settings,
+         *     visitors, events, learning events, integrations and deliveries); any
+         *     other organisation answers 403 (code 4030), and registering merchants
+         *     answers 403 (code 4031). Merchants registered by a platform
+         *     (`registerClientUser`) have no password and stay managed by their
+         *     platform: they cannot log in. A platform account cannot log in under
+         *     `merchant`, nor a merchant under a platform's name (401, code 4011).
          */
         post: operations["loginPlatformUser"];
         delete?: never;
@@ -50,7 +63,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -94,7 +107,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -189,7 +202,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -249,7 +262,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -288,7 +301,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -316,7 +329,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -373,7 +386,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -409,7 +422,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -443,7 +456,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -478,7 +491,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -519,7 +532,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -553,7 +566,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -587,7 +600,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -620,7 +633,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -654,7 +667,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -1524,6 +1537,7 @@ export interface components {
          *     | 4010 | 401 | bearer token missing, invalid, expired or for another platform |
          *     | 4011 | 401 | invalid login credentials |
          *     | 4030 | 403 | organisation not assigned to the caller |
+         *     | 4031 | 403 | not allowed for a merchant session (platform accounts only) |
          *     | 4040 | 404 | resource or route not found |
          *     | 4050 | 405 | method not allowed on this path |
          *     | 4090 | 409 | state conflict (e.g. retrying a delivery that is not failed or cancelled) |
@@ -1539,7 +1553,7 @@ export interface components {
              * @description Stable error code (see the table above).
              * @enum {integer}
              */
-            code: 4000 | 4009 | 40010 | 4010 | 4011 | 4030 | 4040 | 4050 | 4090 | 4130 | 4150 | 4290 | 5000 | 5010 | 5030;
+            code: 4000 | 4009 | 40010 | 4010 | 4011 | 4030 | 4031 | 4040 | 4050 | 4090 | 4130 | 4150 | 4290 | 5000 | 5010 | 5030;
             /** @description Human-readable explanation. */
             message: string;
             /** @description Validation failures, present with code 4000. */
@@ -2726,7 +2740,7 @@ export interface components {
     };
     parameters: {
         /**
-         * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+         * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
          * @example acme
          */
         PlatformName: string;
@@ -2891,7 +2905,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -2968,7 +2982,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3025,6 +3039,22 @@ export interface operations {
             };
             400: components["responses"]["PlatformBadRequest"];
             401: components["responses"]["PlatformUnauthorized"];
+            /** @description The caller is a merchant session (logged in under `merchant`, see `loginPlatformUser`), not a platform account: merchants cannot register merchants (code 4031). Nothing was created. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4031,
+                     *       "message": "A merchant session cannot register merchants; log in with a platform account."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             /** @description The email (code 4009) or the organisation domain (code 40010) is already registered. Nothing was created. */
             409: {
                 headers: {
@@ -3063,7 +3093,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3128,7 +3158,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3198,7 +3228,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3425,7 +3455,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3462,7 +3492,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3497,7 +3527,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3571,7 +3601,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3626,7 +3656,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3686,7 +3716,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3748,7 +3778,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3816,7 +3846,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3879,7 +3909,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4041,7 +4071,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4117,7 +4147,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4220,7 +4250,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4310,7 +4340,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4396,7 +4426,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4462,7 +4492,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4543,7 +4573,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];

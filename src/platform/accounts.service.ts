@@ -29,7 +29,7 @@ export interface PlatformAccountInput {
 function check(input: PlatformAccountInput): void {
   if (!validPlatformName(input.platform)) {
     throw new AccountError(
-      `platform name "${input.platform}" must be 1-63 of a-z, 0-9, _ and - (starting with a letter or digit), and not "integration"`,
+      `platform name "${input.platform}" must be 1-63 of a-z, 0-9, _ and - (starting with a letter or digit), and not "integration" or "merchant" (reserved)`,
     );
   }
   if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.email.trim()) || input.email.length > 254) {
