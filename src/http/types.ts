@@ -50,13 +50,6 @@ export interface Principal {
   platform: string;
 }
 
-export interface RequestMeta {
-  ip: string;
-  userAgent: string | undefined;
-  requestId: string;
-  headers: Koa.Context['headers'];
-}
-
 export type OpContext<K extends OperationId> = Omit<OasContext, 'request' | 'security'> & {
   request: OasContext['request'] & {
     requestBody: RequestBodyOf<K>;

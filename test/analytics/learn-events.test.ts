@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, type Merchant, newAccount, newMerchant } from '../platform/helpers.ts';
 import { UNKNOWN_TOKEN, learn } from './helpers.ts';
+import { expectInvalid } from '../support/expect.ts';
 
 describe('learning events (interface 4.7)', () => {
   let srv: TestServer;
@@ -21,12 +22,6 @@ describe('learning events (interface 4.7)', () => {
   const list = (m: Merchant, query = '', account: Account = acme) =>
     srv.api.get(`/v1/rest/${account.platform}/organisations/${m.organisation.id}/learn-events${query}`, { token: account.token });
 
-  function expectInvalid(r: { status: number; body: any }, what: string) {
-    expect(r.status, what).to.equal(400);
-    expect(r.body.status, what).to.equal('failed');
-    expect(r.body.code, what).to.equal(5100);
-    expect(r.body.reason, what).to.be.a('string').and.not.empty;
-  }
 
   describe('POST /rest/v1/learn/event', () => {
     it('stores an event with every field and answers 200 {status: "success"}', async () => {

@@ -8,17 +8,12 @@ import { verifyPassword } from '../../src/platform/passwords.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
 import { REGISTRATION_TOKEN, learn, organisationOf, register, registration } from './helpers.ts';
+import { expectInvalid } from '../support/expect.ts';
 
 const SUCCESS = { status: 'success', message: 'Registration successful' };
 const ORG_EXISTS = { status: 'error', message: 'Org already exists' };
 const alreadyRegistered = (email: string) => ({ status: 'error', message: `${email} already registered! Please sign in to continue.` });
 
-function expectInvalid(r: { status: number; body: any }, what: string) {
-  expect(r.status, what).to.equal(400);
-  expect(r.body.status, what).to.equal('failed');
-  expect(r.body.code, what).to.equal(5100);
-  expect(r.body.reason, what).to.be.a('string').and.not.empty;
-}
 
 describe('analytics registration (interface 4.8)', () => {
   let srv: TestServer;

@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { pending } from '../../src/http/registry.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 
 describe('http foundation', () => {
@@ -128,17 +127,6 @@ describe('http foundation', () => {
     expect(g.headers.get('access-control-allow-origin')).to.equal('*');
     const p = await srv.api.get('/healthz');
     expect(p.headers.get('access-control-allow-origin')).to.equal(null);
-  });
-
-  it('answers an operation whose issue has not landed with 501 in its area shape', async () => {
-    const handler = pending('recordBuyEvent');
-    const ctx = { path: '/jsv1/1/r/c/null/event/buy' } as never;
-    expect(() => handler({} as never, ctx)).to.throw().with.property('status', 501);
-    try {
-      handler({} as never, ctx);
-    } catch (e) {
-      expect((e as { body: unknown }).body).to.deep.equal({ error: 'not_implemented', message: 'recordBuyEvent is not implemented yet' });
-    }
   });
 
   it('serves Prometheus metrics with request counts by operation', async () => {

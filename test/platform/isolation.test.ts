@@ -1,4 +1,4 @@
-// Tenant isolation matrix: every platform endpoint built in issue 3, called
+// Tenant isolation matrix: every platform endpoint, called
 // with the token of another platform account (one of the same platform, one
 // of another platform) against the first account's resources: no read, no
 // write, no leak.

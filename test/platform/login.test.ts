@@ -20,7 +20,7 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
   let acme: Account;
 
   before(async () => {
-    // login at the production password-hash cost (issue 12: the harness uses 2^14 elsewhere)
+    // login at the production password-hash cost (the harness uses 2^14 elsewhere)
     srv = await startTestServer({ JWT_SECRET, TRUST_PROXY: 'true', PASSWORD_HASH_COST: '17' });
     acme = await newAccount(srv, 'acme');
   });

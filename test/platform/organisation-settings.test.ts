@@ -1,4 +1,4 @@
-// The organisation settings API (issue 12): updateOrganisationSettings and
+// The organisation settings API: updateOrganisationSettings and
 // rotateIdentitySecret, the settings in organisation reads, validation,
 // tenant isolation, the identity secret (made at registration or on first
 // need, encrypted at rest, rotated), and how a change reaches the cached

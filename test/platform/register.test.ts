@@ -83,7 +83,7 @@ describe('register a client user (interface 4.2)', () => {
       expect(o.token).to.match(/^[A-Za-z0-9_-]{43}$/);
       expect(Buffer.from(o.token, 'base64url')).to.have.length(32);
       const row = await srv.database.handle.db.selectFrom('organisations').select(['token', 'token_enc', 'token_hash']).where('id', '=', o.id).executeTakeFirstOrThrow();
-      // issue 12: the token is stored encrypted only (no clear copy)
+      // the token is stored encrypted only (no clear copy)
       expect(row.token).to.equal(null);
       expect(srv.deps.cipher.decrypt(row.token_enc!)).to.equal(o.token);
       expect(Buffer.compare(row.token_hash, organisationTokenHash(o.token))).to.equal(0);

@@ -1,4 +1,4 @@
-// Trust settings of one organisation (issue 12): identity verification,
+// Trust settings of one organisation: identity verification,
 // allowed domains, enforce origin (updateOrganisationSettings); the identity
 // secret on request, copied, rotated after a confirmation
 // (rotateIdentitySecret); and ready-to-copy code for the shop's server (Node.js,
