@@ -47,10 +47,7 @@ describe('dashboard in Chromium: merchants, registration, payloads (issue 15)', 
   before(async function () {
     browser = await launchChromium(this);
     // a low per-email limit, so the rate-limited sign-in is reached in three tries
-    srv = await startTestServer(
-      { REGISTRATION_TOKEN, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOGIN_RATE_LIMIT: '2/15m' },
-      { dispatcher: true },
-    );
+    srv = await startTestServer({ REGISTRATION_TOKEN, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', LOGIN_RATE_LIMIT: '2/15m' }, { dispatcher: true });
     account = await newAccount(srv);
     receiver = await TestReceiver.start(() => ({ status: 204 }));
   });

@@ -91,7 +91,12 @@ describe('merchant sessions (self-registered merchants)', function () {
   });
 
   it('refuses every read and write of another organisation (another merchant’s, a platform’s)', async () => {
-    const before = await srv.database.handle.db.selectFrom('integrations').selectAll().where('org_id', 'in', [bob.orgId, platformOrg]).orderBy('id').execute();
+    const before = await srv.database.handle.db
+      .selectFrom('integrations')
+      .selectAll()
+      .where('org_id', 'in', [bob.orgId, platformOrg])
+      .orderBy('id')
+      .execute();
     for (const other of [bob.orgId, platformOrg]) {
       const t = { token: alice.token };
       const orgForbidden = [
@@ -123,7 +128,12 @@ describe('merchant sessions (self-registered merchants)', function () {
       const put = await srv.api.put(`${M}/integration`, { ...webhookBody(alice.orgId), id: hook }, t);
       expect(put.status, put.text).to.be.oneOf([403, 404]);
     }
-    const after = await srv.database.handle.db.selectFrom('integrations').selectAll().where('org_id', 'in', [bob.orgId, platformOrg]).orderBy('id').execute();
+    const after = await srv.database.handle.db
+      .selectFrom('integrations')
+      .selectAll()
+      .where('org_id', 'in', [bob.orgId, platformOrg])
+      .orderBy('id')
+      .execute();
     expect(after).to.deep.equal(before);
     // nor does the organisation list leak anything
     const list = await srv.api.get(`${M}/organisations?q=${encodeURIComponent(bob.domain)}`, { token: alice.token });

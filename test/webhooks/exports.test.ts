@@ -55,7 +55,14 @@ describe('webhooks: richer event exports and contact matches', function () {
         },
       ],
       ['removefromcart', { cart_url: `https://${domain}/cart`, product_id: 42, line_items: [], cart_value: 0 }],
-      ['checkout', { checkout: `https://${domain}/checkout`, items: [{ product_id: 42, price: 19.9, product_url: `https://${domain}/products/linen-shirt` }], cart_value: 19.9 }],
+      [
+        'checkout',
+        {
+          checkout: `https://${domain}/checkout`,
+          items: [{ product_id: 42, price: 19.9, product_url: `https://${domain}/products/linen-shirt` }],
+          cart_value: 19.9,
+        },
+      ],
       ['buy', { checkout_url: `https://${domain}/thanks`, order_id: 'o-1001', items: [{ product_id: 42, price: 19.9 }] }],
       ['categoryview', { category: 'shirts' }],
     ];
@@ -93,7 +100,15 @@ describe('webhooks: richer event exports and contact matches', function () {
     expect(stored.map((e) => e.name)).to.deep.equal(sent.map(([n]) => n));
 
     const exported = bodies.filter((b) => b.medium === 'event');
-    const exportName: Record<string, string> = { view: 'view', productview: 'view', updatecart: 'addtocart', buy: 'buy', removefromcart: 'removefromcart', checkout: 'checkout', categoryview: 'categoryview' };
+    const exportName: Record<string, string> = {
+      view: 'view',
+      productview: 'view',
+      updatecart: 'addtocart',
+      buy: 'buy',
+      removefromcart: 'removefromcart',
+      checkout: 'checkout',
+      categoryview: 'categoryview',
+    };
     const ids = new Set<unknown>();
     sent.forEach(([name, props], i) => {
       const b = exported.find((x) => x.source_event === name);
@@ -137,7 +152,7 @@ describe('webhooks: richer event exports and contact matches', function () {
     expect(got).to.have.length(4); // 2 contacts × 2 integrations
     const bodies = got.map((req) => JSON.parse(req.body) as Record<string, unknown>);
     expect(new Set(bodies.map((b) => b.event_id)).size).to.equal(1);
-    expect(new Set(bodies.map((b) => `${b.type}:${b.contact}`))).to.deep.equal(new Set(['EMAIL:two@example.com', 'PHONE:+15550100']));
+    expect(new Set(bodies.map((b) => `${String(b.type)}:${String(b.contact)}`))).to.deep.equal(new Set(['EMAIL:two@example.com', 'PHONE:+15550100']));
     for (const b of bodies) {
       expect(b.source_event).to.equal('view');
       expect(b.properties).to.deep.equal({ page });
@@ -173,7 +188,10 @@ describe('webhooks: richer event exports and contact matches', function () {
     expect(bodies.find((b) => b.source_event === 'productview')!.properties).to.deep.equal({ product_id: 7, price: 5 });
     expect(bodies.find((b) => b.source_event === 'updatecart')!.properties).to.deep.equal({
       product_id: 7,
-      line_items: [{ quantity: 1, product_id: 7 }, { quantity: 1, product_id: 8, image_url: `${shop}/i/8.jpg` }],
+      line_items: [
+        { quantity: 1, product_id: 7 },
+        { quantity: 1, product_id: 8, image_url: `${shop}/i/8.jpg` },
+      ],
       cart_value: 5,
     });
     for (const b of bodies) expect(JSON.stringify(b)).to.not.include('phish.attacker.example');

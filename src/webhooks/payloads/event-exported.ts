@@ -32,7 +32,7 @@ export function exportProperties(body: Record<string, unknown>, allowsUrl: (url:
       });
     } else out[k] = v;
   }
-  return out as EventProperties;
+  return out;
 }
 
 /** DESIGN.md: updatecart → addtocart; view and productview → view; the rest keep their names. */
