@@ -7,7 +7,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -36,6 +36,19 @@ export interface paths {
          *     the right password from another address is always accepted.
          *     Successful logins are not counted, and a success starts its email's
          *     count from that address over. An IPv6 address counts by its /64.
+         *
+         *     **Merchants who registered themselves** through the analytics host
+         *     (`registerAnalyticsUser`) log in under the reserved platform name
+         *     `merchant` (`POST /v1/rest/merchant/users/login`) with the email and
+         *     password they registered with. The token is a merchant session: under
+         *     `/v1/rest/merchant/...` (and `/v1/rest/integration`) it reads and
+         *     manages only the merchant's own organisation (its token, settings,
+         *     visitors, events, learning events, integrations and deliveries); any
+         *     other organisation answers 403 (code 4030), and registering merchants
+         *     answers 403 (code 4031). Merchants registered by a platform
+         *     (`registerClientUser`) have no password and stay managed by their
+         *     platform: they cannot log in. A platform account cannot log in under
+         *     `merchant`, nor a merchant under a platform's name (401, code 4011).
          */
         post: operations["loginPlatformUser"];
         delete?: never;
@@ -50,7 +63,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -94,7 +107,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -189,7 +202,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -249,7 +262,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -288,7 +301,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -316,7 +329,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -373,7 +386,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -409,7 +422,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -443,7 +456,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -478,7 +491,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -519,7 +532,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -553,7 +566,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -587,7 +600,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -620,7 +633,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -654,7 +667,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -1290,6 +1303,11 @@ export interface webhooks {
          *     (identity verification) for this contact; an unverified match was
          *     asserted by a browser alone.
          *
+         *     `matched_at` is when the identify call was received (ISO 8601, UTC,
+         *     milliseconds) and `visitor` the tracker's ids of the visitor it was
+         *     made for (`core_id`, `roaming_id`, `corex_id`). Ignore fields you do
+         *     not know: later versions may add more.
+         *
          *     **Delivery.** At least once: de-duplicate on `webhook-id`, which stays
          *     the same on every retry. Verify `webhook-signature` with the
          *     integration's `signing_secret` (e.g. with the `standardwebhooks`
@@ -1386,6 +1404,16 @@ export interface webhooks {
          *     `addtocart`; `view` and `productview` → `view`; `buy`,
          *     `removefromcart`, `checkout` and `categoryview` unchanged. `date` is
          *     the UTC day of the event.
+         *
+         *     Beyond those interface fields, each export carries `event_id` (the
+         *     same for every contact and integration the event goes to),
+         *     `occurred_at` (ISO 8601, UTC, milliseconds), `source_event` (the
+         *     tracker's name: `view` and `productview` both export as `view`),
+         *     `visitor` (`core_id`, `roaming_id`, `corex_id`) and `properties`
+         *     (the event's own fields as the tracker sent them: page, product,
+         *     price, URLs, cart value, order, items, category; a URL outside the
+         *     organisation's `allowed_domains` is left out). Ignore fields you do
+         *     not know: later versions may add more.
          *
          *     Delivery, signature and retries work as for `contactMatched`:
          *     at-least-once, de-duplicate on `webhook-id`, answer 2xx within
@@ -1509,6 +1537,7 @@ export interface components {
          *     | 4010 | 401 | bearer token missing, invalid, expired or for another platform |
          *     | 4011 | 401 | invalid login credentials |
          *     | 4030 | 403 | organisation not assigned to the caller |
+         *     | 4031 | 403 | not allowed for a merchant session (platform accounts only) |
          *     | 4040 | 404 | resource or route not found |
          *     | 4050 | 405 | method not allowed on this path |
          *     | 4090 | 409 | state conflict (e.g. retrying a delivery that is not failed or cancelled) |
@@ -1524,7 +1553,7 @@ export interface components {
              * @description Stable error code (see the table above).
              * @enum {integer}
              */
-            code: 4000 | 4009 | 40010 | 4010 | 4011 | 4030 | 4040 | 4050 | 4090 | 4130 | 4150 | 4290 | 5000 | 5010 | 5030;
+            code: 4000 | 4009 | 40010 | 4010 | 4011 | 4030 | 4031 | 4040 | 4050 | 4090 | 4130 | 4150 | 4290 | 5000 | 5010 | 5030;
             /** @description Human-readable explanation. */
             message: string;
             /** @description Validation failures, present with code 4000. */
@@ -2201,7 +2230,7 @@ export interface components {
             /** @constant */
             message: "Registration successful";
         };
-        /** @description Sent to every active integration with `do_contacts: true` each time an identify call links a visitor to a contact it was not linked to before. */
+        /** @description Sent to every active integration with `do_contacts: true` each time an identify call links a visitor to a contact it was not linked to before. Besides the interface's fields it carries `verified`, `matched_at` and `visitor`. Receivers must ignore fields they do not know: later versions may add more. */
         ContactMatchedNotification: {
             /** @constant */
             medium: "matched";
@@ -2214,12 +2243,19 @@ export interface components {
             org_id: string;
             /** @description `true` when the identify call carried a valid `hash` for this contact (identity verification): the shop's server vouched that the visitor is this customer. `false` means the browser alone said so; treat such a match with care (for example, do not send it marketing email before it is confirmed). Always sent by this version; a stored delivery made before identity verification existed lacks it. */
             verified?: boolean;
+            /**
+             * Format: date-time
+             * @description When the identify call that made the match was received: ISO 8601 in UTC with milliseconds (`2026-11-23T10:15:42.318Z`); `date` is its day. Always sent by this version; a stored delivery made before it existed lacks it.
+             */
+            matched_at?: string;
+            /** @description The visitor the identify call was made for (the ids of the tracker in that browser). Always sent by this version; a stored delivery made before it existed lacks it. */
+            visitor?: components["schemas"]["WebhookVisitor"];
             /** @description URL of the product last added to cart by this person. Left out when there is none. Always a URL inside the organisation's `allowed_domains`. */
             last_addtocart?: components["schemas"]["HttpUrl"];
             /** @description Product URLs of the last three distinct products this person viewed, most recent first, inside the organisation's `allowed_domains`. Left out when there are none. */
             last_view?: components["schemas"]["HttpUrl"][];
         };
-        /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. */
+        /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. The seed fields (`medium` to `event`) are as the interface fixes them; `event_id`, `occurred_at`, `source_event`, `visitor` and `properties` tell one event from another and carry what it recorded. Receivers must ignore fields they do not know: later versions may add more. */
         EventExportedNotification: {
             /** @constant */
             medium: "event";
@@ -2235,6 +2271,43 @@ export interface components {
              * @enum {string}
              */
             event: "addtocart" | "view" | "buy" | "removefromcart" | "checkout" | "categoryview";
+            /** @description The recorded event's id, the same for every contact and integration it is exported to (and the `id` of the event in `listEvents`): use it to tell a repeated delivery of one event from two events. Always sent by this version; a stored delivery made before it existed lacks it. */
+            event_id?: string;
+            /**
+             * Format: date-time
+             * @description When the event was received: ISO 8601 in UTC with milliseconds (`2026-11-23T10:15:42.318Z`); `date` is its day. Always sent by this version.
+             */
+            occurred_at?: string;
+            /** @description The tracker's own event name, before the export mapping of `event`: `view` and `productview` both export as `view`, and `source_event` tells them apart. Always sent by this version. */
+            source_event?: components["schemas"]["EventName"];
+            /** @description The visitor whose event it is. Always sent by this version. */
+            visitor?: components["schemas"]["WebhookVisitor"];
+            /** @description The event's own fields as the tracker sent them (the body of the tracking call named by `source_event`), except URLs outside the organisation's `allowed_domains`, which are left out. Always sent by this version. */
+            properties?: components["schemas"]["EventProperties"];
+        };
+        /** @description The tracker's ids of a visitor (see the tracking API's path segments). */
+        WebhookVisitor: {
+            /** @description The visitor's unique id (first-party, kept two years by the tracker). */
+            core_id: components["schemas"]["VisitorId"];
+            /** @description The session id of the call (30 minutes idle). */
+            roaming_id: components["schemas"]["VisitorId"];
+            /** @description The shop's own id for the signed-in customer, when the tracker set one; `null` when none. */
+            corex_id: components["schemas"]["VisitorId"] | null;
+        };
+        /** @description The fields of a tracked event, as the tracker sent them: `page` for `view`; `cart_url`, `product_id`, `line_items`, `cart_value` for `updatecart` and `removefromcart`; `checkout`, `items`, `cart_value` for `checkout`; `checkout_url`, `order_id`, `items` for `buy`; `product_id`, `price`, `product_url` for `productview`; `category` for `categoryview`. Fields the tracker left out are left out here. A URL (`page`, `cart_url`, `checkout`, `checkout_url`, `product_url`, an item's `product_url`, a line's `image_url`) whose host is outside the organisation's `allowed_domains` is left out too, exactly as it never reaches `last_view` or `last_addtocart`: a browser can send anything, and a notification must not carry a link from elsewhere (the event itself keeps it: `listEvents`). Add a CDN's host to `allowed_domains` to receive its image URLs. */
+        EventProperties: {
+            page?: components["schemas"]["HttpUrl"];
+            cart_url?: components["schemas"]["HttpUrl"];
+            product_id?: components["schemas"]["ProductId"];
+            line_items?: components["schemas"]["LineItem"][];
+            cart_value?: components["schemas"]["Money"];
+            checkout?: components["schemas"]["HttpUrl"];
+            items?: components["schemas"]["OrderItem"][];
+            checkout_url?: components["schemas"]["HttpUrl"];
+            order_id?: string;
+            price?: components["schemas"]["Money"];
+            product_url?: components["schemas"]["HttpUrl"];
+            category?: string;
         };
         HealthStatus: {
             /** @constant */
@@ -2667,7 +2740,7 @@ export interface components {
     };
     parameters: {
         /**
-         * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+         * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
          * @example acme
          */
         PlatformName: string;
@@ -2832,7 +2905,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -2909,7 +2982,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -2966,6 +3039,22 @@ export interface operations {
             };
             400: components["responses"]["PlatformBadRequest"];
             401: components["responses"]["PlatformUnauthorized"];
+            /** @description The caller is a merchant session (logged in under `merchant`, see `loginPlatformUser`), not a platform account: merchants cannot register merchants (code 4031). Nothing was created. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4031,
+                     *       "message": "A merchant session cannot register merchants; log in with a platform account."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             /** @description The email (code 4009) or the organisation domain (code 40010) is already registered. Nothing was created. */
             409: {
                 headers: {
@@ -3004,7 +3093,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3069,7 +3158,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3139,7 +3228,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3366,7 +3455,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3403,7 +3492,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3438,7 +3527,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3512,7 +3601,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3567,7 +3656,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3627,7 +3716,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3689,7 +3778,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3757,7 +3846,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3820,7 +3909,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -3982,7 +4071,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4058,7 +4147,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4161,7 +4250,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4251,7 +4340,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4337,7 +4426,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4403,7 +4492,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];
@@ -4484,7 +4573,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path).
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
                  * @example acme
                  */
                 platform_name: components["parameters"]["PlatformName"];

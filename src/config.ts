@@ -45,6 +45,8 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   publicUrl: string;
+  /** PUBLIC_URL was given (else publicUrl is the default, http://localhost:$PORT) */
+  publicUrlSet: boolean;
   secretKey: string | undefined;
   jwtSecret: string | undefined;
   jwtTtlSeconds: number;
@@ -261,6 +263,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: path.resolve(str(env, 'TRACKWAY_DATA_DIR') ?? '.trackway'),
     publicUrl,
+    publicUrlSet: str(env, 'PUBLIC_URL') !== undefined,
     secretKey,
     jwtSecret,
     jwtTtlSeconds,

@@ -15,11 +15,11 @@ import { readOrganisationToken } from './platform/organisations.service.ts';
 import { sealSecretsAtRest } from './platform/sealing.service.ts';
 import { type Cipher, SecretKeyMismatch, existingCipher } from './platform/secrets.ts';
 
-const HELP = `Usage: trackway [command] [options]
+const HELP = `Usage: trackway <command> [options]   (npm start runs \`trackway serve\`)
 
 Commands:
   serve [--no-dispatcher] [--workers N]
-                              run the API, tracker, docs and dashboard (default),
+                              run the API, tracker, docs and dashboard,
                               and the webhook dispatcher unless --no-dispatcher,
                               in N worker processes (default: one per core, at most 8)
   dispatch                    run only the webhook dispatcher (scale it separately)
@@ -27,7 +27,8 @@ Commands:
                               (Citus), also make the reference tables and distribute
                               the tenant tables by organisation (idempotent)
   platform create --platform NAME --email EMAIL --password PASSWORD [--name NAME]
-                              create a platform account (a no-op if it exists)
+                              create a platform account; if the email exists, nothing
+                              changes (and a different password is an error)
   platform set-password --email EMAIL --password PASSWORD
                               set a platform account's password; its bearer
                               tokens issued before stop working
@@ -149,13 +150,19 @@ async function runPlatform(config: Config, log: Logger, args: string[]): Promise
         password: values.password!,
         name: values.name ?? '',
       },
+      { checkPassword: true },
     ),
   );
-  process.stdout.write(
-    result.created
-      ? `created platform account ${values.email} on platform "${values.platform}" (user id ${result.userId})\n`
-      : `platform account ${values.email} already exists on platform "${values.platform}" (user id ${result.userId})\n`,
-  );
+  if (result.created) {
+    process.stdout.write(`created platform account ${values.email} on platform "${values.platform}" (user id ${result.userId})\n`);
+  } else if (result.samePassword) {
+    process.stdout.write(`platform account ${values.email} already exists on platform "${values.platform}" (user id ${result.userId}); nothing changed\n`);
+  } else {
+    throw new AccountError(
+      `platform account ${values.email} already exists on platform "${values.platform}" (user id ${result.userId}) with another password; ` +
+        'nothing changed (to change its password: trackway platform set-password)',
+    );
+  }
 }
 
 async function runSetPassword(config: Config, log: Logger, args: string[]): Promise<void> {
@@ -182,8 +189,9 @@ async function runOrganisation(config: Config, log: Logger, args: string[]): Pro
 }
 
 async function main(argv: string[]): Promise<void> {
-  const [command = 'serve', ...args] = argv;
-  if (command === 'help' || command === '--help' || command === '-h' || args.includes('--help')) {
+  // no command prints the help: a bare `npx trackway` must not start a second server (`npm start` says `serve`)
+  const [command, ...args] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h' || args.includes('--help')) {
     process.stdout.write(HELP);
     return;
   }

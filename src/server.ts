@@ -3,7 +3,7 @@
 // `trackway dispatch`: the same without HTTP.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { printBanner } from './banner.ts';
+import { bannerBase, listenAddress, printBanner } from './banner.ts';
 import type { Config } from './config.ts';
 import { createDb, type Database, type DbHandle, migrate } from './db/database.ts';
 import { locateDatabase } from './db/connect.ts';
@@ -180,8 +180,10 @@ export function dispatch(config: Config, log: Logger): Promise<() => Promise<voi
 export function serve(config: Config, log: Logger, opts: ServeOptions): Promise<() => Promise<void>> {
   return onMigratedDatabase(config, log, 40, async (handle, where) => {
     const running = await startOnDatabase(config, handle, log, opts);
-    log.info({ listen: running.url, database: where }, 'Trackway is up');
-    printBanner(config, where);
+    // the log and the banner name the same address (a PORT of 0 is the port actually taken)
+    const port = Number(new URL(running.url).port);
+    log.info({ listen: listenAddress(config, port), url: bannerBase(config, port), database: where }, 'Trackway is up');
+    printBanner(config, where, [], port);
     return () => running.close();
   });
 }

@@ -11,7 +11,7 @@
 // app bug cannot take it, and with it every worker, down.
 import cluster, { type Worker } from 'node:cluster';
 import { sql } from 'kysely';
-import { printBanner } from '../banner.ts';
+import { bannerBase, listenAddress, printBanner } from '../banner.ts';
 import type { Config } from '../config.ts';
 import { locateDatabase } from '../db/connect.ts';
 import { createDb, migrate } from '../db/database.ts';
@@ -206,7 +206,7 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
   if (stopping) return;
   phase = 'serving';
   const pids = slots.map((s) => s.worker?.process.pid);
-  log.info({ listen: `${config.host}:${config.port}`, database: where, workers, pids, pool: poolSize }, 'Trackway is up');
+  log.info({ listen: listenAddress(config), url: bannerBase(config), database: where, workers, pids, pool: poolSize }, 'Trackway is up');
   const roles = opts.dispatcher ? 'the webhook dispatcher and the periodic jobs' : 'the periodic jobs';
   printBanner(config, where, [`  Workers     ${workers} (pids ${pids.join(', ')}); worker 1 also runs ${roles}`]);
 }

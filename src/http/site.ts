@@ -116,6 +116,11 @@ function send(ctx: Koa.Context, type: string, body: string | Buffer, cache = 'no
 
 export function siteRouter(deps: Deps): Router {
   const router = new Router();
+  // a newcomer opening the bare address lands on the dashboard, not on a JSON 404
+  router.get('/', (ctx) => {
+    ctx.status = 302;
+    ctx.redirect('/dashboard');
+  });
   router.get('/openapi.json', (ctx) => {
     hardened(ctx);
     send(ctx, 'application/json; charset=utf-8', contractJson());

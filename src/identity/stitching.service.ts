@@ -100,6 +100,8 @@ function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
 export class Stitching {
   /** person of each visitor touched */
   private readonly personOf = new Map<string, number>();
+  /** corex_id of each visitor touched, after this batch's upsert (contact matches carry it) */
+  private readonly corexOf = new Map<string, string | null>();
   /** persons merged during this batch: gone → kept */
   private readonly redirect = new Map<number, number>();
   /** contacts per person, read at most once per batch (dropped when they change) */
@@ -116,7 +118,10 @@ export class Stitching {
    */
   async touchVisitors(items: readonly Sighting[]): Promise<void> {
     const touched = await upsertVisitors(this.tx, visitorTouches(items));
-    for (const v of touched) this.personOf.set(key(v.org_id, v.core_id), v.person_id);
+    for (const v of touched) {
+      this.personOf.set(key(v.org_id, v.core_id), v.person_id);
+      this.corexOf.set(key(v.org_id, v.core_id), v.corex_id);
+    }
     const policies = new Map(items.map((it) => [it.orgId, it.policy]));
     for (const v of touched) {
       if (v.corex_id === null || (!v.inserted && v.old_corex_id === v.corex_id)) continue;
@@ -126,6 +131,11 @@ export class Stitching {
         await this.merge(v.org_id, self, other);
       }
     }
+  }
+
+  /** The corex_id of a visitor of this batch, as stored after its upsert. */
+  corexOfVisitor(orgId: number, coreId: string): string | null {
+    return this.corexOf.get(key(orgId, coreId)) ?? null;
   }
 
   /** The person a visitor of this batch belongs to now (after the merges so far). */

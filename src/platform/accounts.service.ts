@@ -5,7 +5,7 @@ import type { Config } from '../config.ts';
 import type { Deps } from '../deps.ts';
 import { forgetEmail } from './login-failures.repository.ts';
 import { emailKey, validPlatformName } from './normalise.ts';
-import { hashPassword } from './passwords.ts';
+import { hashPassword, verifyPassword } from './passwords.ts';
 import { changePassword, findByEmailKey, insertUser } from './users.repository.ts';
 
 export class AccountError extends Error {}
@@ -29,7 +29,7 @@ export interface PlatformAccountInput {
 function check(input: PlatformAccountInput): void {
   if (!validPlatformName(input.platform)) {
     throw new AccountError(
-      `platform name "${input.platform}" must be 1-63 of a-z, 0-9, _ and - (starting with a letter or digit), and not "integration"`,
+      `platform name "${input.platform}" must be 1-63 of a-z, 0-9, _ and - (starting with a letter or digit), and not "integration" or "merchant" (reserved)`,
     );
   }
   if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(input.email.trim()) || input.email.length > 254) {
@@ -38,11 +38,17 @@ function check(input: PlatformAccountInput): void {
   checkPassword(input.password);
 }
 
-/** Creates the platform account unless an account with that email exists. */
+/**
+ * Creates the platform account unless an account with that email exists; an
+ * existing one is never changed. `samePassword` tells the caller whether the
+ * password given is the existing account's (checked only when asked: it
+ * costs a hash).
+ */
 export async function ensurePlatformAccount(
   deps: AccountDeps,
   input: PlatformAccountInput,
-): Promise<{ created: boolean; userId: number }> {
+  opts: { checkPassword?: boolean } = {},
+): Promise<{ created: boolean; userId: number; samePassword?: boolean }> {
   check(input);
   const key = emailKey(input.email);
   const existing = await findByEmailKey(deps.db, key);
@@ -50,7 +56,8 @@ export async function ensurePlatformAccount(
     if (existing.platform_name !== input.platform) {
       throw new AccountError(`${input.email} is already registered${existing.platform_name ? ` on platform "${existing.platform_name}"` : ''}`);
     }
-    return { created: false, userId: existing.id };
+    if (!opts.checkPassword) return { created: false, userId: existing.id };
+    return { created: false, userId: existing.id, samePassword: await verifyPassword(input.password, existing.password_hash, deps.config?.passwordHashCost) };
   }
   const user = await insertUser(deps.db, {
     email: input.email.trim(),
@@ -60,7 +67,7 @@ export async function ensurePlatformAccount(
     passwordHash: await hashPassword(input.password, deps.config?.passwordHashCost),
     platformName: input.platform,
   });
-  if (!user) return ensurePlatformAccount(deps, input); // created concurrently
+  if (!user) return ensurePlatformAccount(deps, input, opts); // created concurrently
   return { created: true, userId: user.id };
 }
 

@@ -1,9 +1,11 @@
 // The bearerAuth security handler: a valid token of an active platform
-// account, issued for the platform named in the path (when the path names
+// account (or a merchant session: platform `merchant`, a self-registered
+// user), issued for the platform named in the path (when the path names
 // one), and not revoked by a password change since (session version).
 import type { Deps } from '../deps.ts';
 import { isUnavailable, platformError, unavailableError } from '../http/errors.ts';
 import type { Principal } from '../http/types.ts';
+import { loginPlatformOf } from './normalise.ts';
 import { findSessionUser } from './users.repository.ts';
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/;
@@ -29,7 +31,8 @@ export async function authenticate(deps: Deps, header: string, platformInPath: s
   const user = await findSessionUser(deps.db, claims.userId).catch((err: unknown) => {
       throw isUnavailable(err) ? unavailableError('platform') : err;
     });
-  if (!user || !user.is_active || user.platform_name !== claims.platform) {
+  // a merchant session (platform `merchant`) belongs to a user without a platform
+  if (!user || !user.is_active || loginPlatformOf(user) !== claims.platform) {
     throw unauthorized('The bearer token is invalid or expired');
   }
   if (claims.sessionVersion !== user.session_version) {

@@ -23,6 +23,18 @@ export function domainKey(domain: string): string {
 
 export const PLATFORM_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
+/**
+ * The reserved platform name under which merchants who registered themselves
+ * (analytics host) log in: their accounts have no platform (users.platform_name
+ * is null), and their session sees only their own organisation.
+ */
+export const MERCHANT_PLATFORM = 'merchant';
+
+/** The platform a user logs in under: its platform, or `merchant` for a user without one. */
+export function loginPlatformOf(user: { platform_name: string | null }): string {
+  return user.platform_name ?? MERCHANT_PLATFORM;
+}
+
 export function validPlatformName(name: string): boolean {
-  return PLATFORM_NAME.test(name) && name !== 'integration';
+  return PLATFORM_NAME.test(name) && name !== 'integration' && name !== MERCHANT_PLATFORM;
 }

@@ -4,7 +4,7 @@ import { clientAddressKey } from '../http/client-address.ts';
 import { areaError, platformError } from '../http/errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { addressKey, countAttempt, deleteExpired, emailAddressKey, forgiveAttempt } from './login-failures.repository.ts';
-import { emailKey } from './normalise.ts';
+import { MERCHANT_PLATFORM, emailKey, loginPlatformOf } from './normalise.ts';
 import type { OrganisationRow } from './organisations.repository.ts';
 import { newSealedIdentitySecret } from './organisation-settings.service.ts';
 import { PasswordHashBusy, hashPassword, needsRehash, verifyPassword } from './passwords.ts';
@@ -62,7 +62,8 @@ function busy() {
 }
 
 /**
- * Checks the credentials of a platform account of `platform`. Every failure
+ * Checks the credentials of a platform account of `platform`, or of a
+ * self-registered merchant when `platform` is `merchant` (a merchant session). Every failure
  * (unknown email, wrong password, another platform, an account without a
  * password) is the same 401/4011 and costs one scrypt verification.
  *
@@ -111,7 +112,9 @@ export async function login(
   } catch (err) {
     throw err instanceof PasswordHashBusy ? busy() : err;
   }
-  if (!user || !passwordOk || user.platform_name !== input.platform || !user.is_active) {
+  // a self-registered merchant (no platform, a password) logs in under `merchant`;
+  // a merchant registered by a platform has no password and cannot log in
+  if (!user || !passwordOk || loginPlatformOf(user) !== input.platform || !user.is_active) {
     throw invalidCredentials();
   }
   if (limits.length > 0) {
@@ -137,6 +140,9 @@ export async function registerClientUser(
   principal: Principal,
   body: RegisterInput,
 ): Promise<{ user: Schemas['User']; organisation: Schemas['Organisation'] }> {
+  if (principal.platform === MERCHANT_PLATFORM) {
+    throw platformError(403, 4031, 'A merchant session cannot register merchants; log in with a platform account.');
+  }
   try {
     const created = await deps.db.transaction().execute((tx) =>
       createUserWithOrganisation(tx, {

@@ -20,20 +20,21 @@ export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[])
   const people = new Stitching(tx);
   await people.touchVisitors(items);
 
-  await insertEvents(
+  const events = items.filter((it): it is EventItem => it.kind === 'event');
+  // the ids in the order given: event exports carry them
+  const eventIds = await insertEvents(
     tx,
-    items
-      .filter((it): it is EventItem => it.kind === 'event')
-      .map((it) => ({
-        orgId: it.orgId,
-        receivedAt: it.receivedAt,
-        name: it.name,
-        coreId: it.coreId,
-        roamingId: it.roamingId,
-        corexId: it.corexId,
-        body: it.body,
-      })),
+    events.map((it) => ({
+      orgId: it.orgId,
+      receivedAt: it.receivedAt,
+      name: it.name,
+      coreId: it.coreId,
+      roamingId: it.roamingId,
+      corexId: it.corexId,
+      body: it.body,
+    })),
   );
+  const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
 
   const fanOut = await FanOut.forOrganisations(
     deps.targets,
@@ -43,12 +44,13 @@ export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[])
     if (it.kind === 'event') {
       const person = people.personOfVisitor(it.orgId, it.coreId);
       people.recordEvent(it);
-      if (fanOut.exportsEvents(it.orgId)) fanOut.eventExported(it, await people.contacts(it.orgId, person));
+      if (fanOut.exportsEvents(it.orgId)) fanOut.eventExported(it, idOf.get(it)!, await people.contacts(it.orgId, person));
     } else {
       const { person, linked } = await people.identify(it);
       if (linked.length === 0 || !fanOut.notifiesContacts(it.orgId)) continue;
       // the notification carries the activity recorded so far
-      fanOut.contactMatched(it, linked, await people.recentActivity(it.orgId, person, it.policy.allowsUrl));
+      const visitor = { coreId: it.coreId, roamingId: it.roamingId, corexId: people.corexOfVisitor(it.orgId, it.coreId) };
+      fanOut.contactMatched({ ...it, visitor }, linked, await people.recentActivity(it.orgId, person, it.policy.allowsUrl));
     }
   }
   await people.flush();

@@ -15,8 +15,9 @@ export interface NewEvent {
   body: Record<string, unknown>;
 }
 
-export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promise<void> {
-  if (rows.length === 0) return;
+/** Inserts the events; returns their ids, in the order of `rows` (webhook exports carry them). */
+export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promise<number[]> {
+  if (rows.length === 0) return [];
   // one jsonb parameter for the whole batch: the bodies are serialised once, here
   const data = JSON.stringify(
     rows.map((r) => ({
@@ -29,11 +30,21 @@ export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promi
       body: r.body,
     })),
   );
-  await sql`${sql.raw(PREPARE)}
-    INSERT INTO events (org_id, received_at, name, core_id, roaming_id, corex_id, body)
-    SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
-      org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb)
+  // ids are drawn in the CTE (nextval makes it materialise once), so they can
+  // be returned in the input's order, which INSERT ... RETURNING does not promise
+  const { rows: ids } = await sql<{ id: string }>`${sql.raw(PREPARE)}
+    WITH x AS (
+      SELECT nextval('events_id_seq') AS id, r.*
+      FROM ROWS FROM (jsonb_to_recordset(${data}::jsonb) AS (
+        org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb))
+        WITH ORDINALITY AS r(org_id, received_at, name, core_id, roaming_id, corex_id, body, ord)
+    ), ins AS (
+      INSERT INTO events (id, org_id, received_at, name, core_id, roaming_id, corex_id, body)
+      SELECT id, org_id, received_at, name, core_id, roaming_id, corex_id, body FROM x
+    )
+    SELECT id FROM x ORDER BY ord
   `.execute(tx);
+  return ids.map((r) => Number(r.id));
 }
 
 export interface EventQuery {

@@ -28,6 +28,8 @@ const MATCHED = {
   date: '2024-05-14',
   org_id: '42',
   verified: true,
+  matched_at: '2024-05-14T16:02:48.551Z',
+  visitor: { core_id: 'c-8f2a41', roaming_id: 'r-77b1', corex_id: 'customer-1234' },
   last_addtocart: 'https://shop.example.com/products/linen-shirt',
   last_view: [
     'https://shop.example.com/products/linen-shirt',
@@ -36,7 +38,19 @@ const MATCHED = {
   ],
 };
 
-const EVENT = { medium: 'event', contact: '+442079460958', type: 'PHONE', date: '2024-05-14', org_id: '42', event: 'addtocart' };
+const EVENT = {
+  medium: 'event',
+  contact: '+442079460958',
+  type: 'PHONE',
+  date: '2024-05-14',
+  org_id: '42',
+  event: 'addtocart',
+  event_id: '91827',
+  occurred_at: '2024-05-14T16:03:10.204Z',
+  source_event: 'updatecart',
+  visitor: { core_id: 'c-19d0e7', roaming_id: 'r-03c5', corex_id: null },
+  properties: { cart_url: 'https://shop.example.com/cart', product_id: 42, line_items: [], cart_value: 59.9 },
+};
 
 const NODE_EXAMPLE = `import http from 'node:http';
 import { Webhook } from 'standardwebhooks';
@@ -105,12 +119,19 @@ was not linked to before. <code>last_view</code> (up to three product URLs, most
 allowed domains (its own domain by default). <code>verified</code> is <code>true</code> when the shop's server vouched
 for the contact (identity verification: the identify call carried a valid <code>hash</code>), <code>false</code> when a
 browser alone said so: do not send marketing or cart-recovery email to an unverified match before it is confirmed.
-Deliveries made before this field existed lack it.</p>
+Deliveries made before this field existed lack it. <code>matched_at</code> is when the identify call was received
+(ISO 8601, UTC, milliseconds) and <code>visitor</code> the tracker's ids of the visitor it was made for.</p>
 <pre>${json(MATCHED)}</pre>
 <h3>Event export (<code>medium: "event"</code>)</h3>
 <p>Sent to integrations with <code>do_events: true</code> for every tracked event of a visitor who is a known
 contact, once per contact. <code>event</code> is one of <code>addtocart</code>, <code>view</code>, <code>buy</code>,
-<code>removefromcart</code>, <code>checkout</code>, <code>categoryview</code>; <code>date</code> is the UTC day.</p>
+<code>removefromcart</code>, <code>checkout</code>, <code>categoryview</code>; <code>date</code> is the UTC day.
+<code>event_id</code> identifies the event (the same in every export of it), <code>occurred_at</code> is when it was
+received, <code>source_event</code> the tracker's own name (<code>view</code> and <code>productview</code> both export
+as <code>view</code>), <code>visitor</code> its ids, and <code>properties</code> the event's fields as the tracker sent
+them, without URLs outside the organisation's allowed domains.</p>
+<p><strong>Ignore fields you do not know</strong>: later versions add fields to these bodies (never remove or change
+one); deliveries made by an earlier version lack the newer ones.</p>
 <pre>${json(EVENT)}</pre>
 
 <h2 id="headers">Headers</h2>

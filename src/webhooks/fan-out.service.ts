@@ -5,7 +5,7 @@
 // notification has its own payload builder.
 import type { Tx } from '../db/tenancy.ts';
 import { enqueueDeliveries, type NewDelivery } from './outbox.repository.ts';
-import { contactMatchedPayload } from './payloads/contact-matched.ts';
+import { contactMatchedPayload, type VisitorIds } from './payloads/contact-matched.ts';
 import { eventExportedPayload, type TrackedEventName } from './payloads/event-exported.ts';
 import type { Target, TargetCache } from './targets.ts';
 
@@ -37,12 +37,32 @@ export class FanOut {
   }
 
   /** One event-stream export per contact of the event's person, to every integration that exports events. */
-  eventExported(e: { orgId: number; receivedAt: Date; name: TrackedEventName }, contacts: readonly ContactRef[]): void {
+  eventExported(
+    e: VisitorIds & {
+      orgId: number;
+      receivedAt: Date;
+      name: TrackedEventName;
+      body: Record<string, unknown>;
+      policy: { allowsUrl(url: string): boolean };
+    },
+    eventId: number,
+    contacts: readonly ContactRef[],
+  ): void {
     const exportTo = this.targetsOf(e.orgId).filter((t) => t.doEvents);
     if (exportTo.length === 0) return;
     for (const contact of contacts) {
       const payload = JSON.stringify(
-        eventExportedPayload({ orgId: e.orgId, contact: contact.value, type: contact.type, at: e.receivedAt, event: e.name }),
+        eventExportedPayload({
+          orgId: e.orgId,
+          contact: contact.value,
+          type: contact.type,
+          at: e.receivedAt,
+          event: e.name,
+          eventId,
+          visitor: { coreId: e.coreId, roamingId: e.roamingId, corexId: e.corexId },
+          properties: e.body,
+          allowsUrl: (url) => e.policy.allowsUrl(url),
+        }),
       );
       for (const t of exportTo) this.deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'event', body: payload });
     }
@@ -50,7 +70,7 @@ export class FanOut {
 
   /** One contact-match notification per newly linked contact, to every integration notified of them. */
   contactMatched(
-    e: { orgId: number; receivedAt: Date },
+    e: { orgId: number; receivedAt: Date; visitor: VisitorIds },
     linked: readonly (ContactRef & { verified: boolean })[],
     recent: { last_view: string[]; last_addtocart: string | null },
   ): void {
@@ -63,6 +83,7 @@ export class FanOut {
           type: c.type,
           verified: c.verified,
           at: e.receivedAt,
+          visitor: e.visitor,
           lastView: recent.last_view,
           lastAddToCart: recent.last_addtocart,
         }),

@@ -24,6 +24,7 @@ export function sampleContactMatch(orgId: number, at = new Date()): string {
       contact: 'test.contact@example.com',
       type: 'EMAIL',
       at,
+      visitor: { coreId: 'sample-visitor', roamingId: 'sample-session', corexId: null },
       lastView: ['https://shop.example.com/products/sample-product'],
       lastAddToCart: 'https://shop.example.com/products/sample-product',
     }),

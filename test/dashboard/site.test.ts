@@ -25,6 +25,15 @@ describe('dashboard routes', () => {
     return { script: script!, style: style! };
   }
 
+  it('sends the bare address to the dashboard (302), not to a JSON 404', async () => {
+    const r = await fetch(`${srv.url}/`, { redirect: 'manual' });
+    expect(r.status).to.equal(302);
+    expect(r.headers.get('location')).to.equal('/dashboard');
+    const followed = await fetch(`${srv.url}/`);
+    expect(followed.url).to.equal(`${srv.url}/dashboard`);
+    expect(followed.headers.get('content-type')).to.equal('text/html; charset=utf-8');
+  });
+
   it('serves the app for /dashboard and every path under it, uncached, with a strict Content-Security-Policy', async () => {
     const first = await (await get('/dashboard')).text();
     for (const path of ['/dashboard', '/dashboard/', '/dashboard/organisations/42/deliveries?status=failed', '/dashboard/no/such/page']) {

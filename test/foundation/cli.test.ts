@@ -81,6 +81,11 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
   it('prints help and refuses unknown commands and bad configuration with a one-line reason', async () => {
     const help = await cli('--help');
     expect(help.code).to.equal(0);
+    // a bare `trackway` prints the help and exits: it does not start a second server
+    const bare = await cli();
+    expect(bare.code).to.equal(0);
+    expect(bare.out).to.equal(help.out);
+    expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(undefined);
     expect(help.out).to.include('platform create --platform NAME');
     expect(help.out).to.include('platform set-password --email EMAIL --password PASSWORD');
     const bad = await cli('fly');
@@ -100,9 +105,18 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     expect(r.out).to.match(/^created platform account first@acme\.example on platform "acme"/);
     expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(undefined);
     const again = await cli('platform', 'create', '--platform', 'acme', '--email', 'first@acme.example', '--password', 'correct horse battery');
-    expect(again.out).to.match(/already exists/);
+    expect(again.code, again.err).to.equal(0);
+    expect(again.out).to.match(/already exists on platform "acme" \(user id \d+\); nothing changed/);
+    // another password: said clearly, nothing changed, non-zero
+    const other = await cli('platform', 'create', '--platform', 'acme', '--email', 'first@acme.example', '--password', 'another password 2026');
+    expect(other.code).to.equal(2);
+    expect(other.err).to.match(/^trackway: platform account first@acme\.example already exists on platform "acme" \(user id \d+\) with another password; nothing changed/);
+    expect(other.err).to.include('trackway platform set-password');
     const badName = await cli('platform', 'create', '--platform', 'integration', '--email', 'x@acme.example', '--password', 'correct horse battery');
     expect(badName.code).to.equal(2);
+    const reserved = await cli('platform', 'create', '--platform', 'merchant', '--email', 'x@acme.example', '--password', 'correct horse battery');
+    expect(reserved.code).to.equal(2);
+    expect(reserved.err).to.include('reserved');
   });
 
   it('serves on the same data, and the CLI uses the running instance', async () => {

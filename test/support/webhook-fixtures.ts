@@ -10,6 +10,7 @@ import type { Cipher } from '../../src/platform/secrets.ts';
 import type { Tokens } from '../../src/platform/tokens.ts';
 import { type NewDelivery, cancelPendingDeliveries, enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
 import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.ts';
+import { type TrackedEventName, eventExportedPayload } from '../../src/webhooks/payloads/event-exported.ts';
 import { announceIntegrationChange } from '../../src/webhooks/targets.ts';
 
 let seq = 0;
@@ -123,15 +124,41 @@ async function maxDeliveryId(tx: Transaction<DB>): Promise<number> {
   return Number(r.rows[0]?.m ?? 0);
 }
 
+/** when matchedBody's matches happened: one instant, so two calls make equal bodies */
+const MATCHED_AT = new Date();
+
 /** A contact-match body for the organisation. */
 export function matchedBody(orgId: number, contact = 'jane.doe@example.com') {
   return contactMatchedPayload({
     orgId,
     contact,
     type: 'EMAIL',
-    at: new Date(),
+    at: MATCHED_AT,
+    visitor: { coreId: 'c-1', roamingId: 'r-1', corexId: null },
     lastView: ['https://shop.example.com/products/linen-shirt'],
     lastAddToCart: 'https://shop.example.com/products/linen-shirt',
+  });
+}
+
+/** An event-export body for the organisation (a product view unless told otherwise). */
+export function exportedBody(orgId: number, contact = 'a@b.co', event: TrackedEventName = 'productview', type: 'EMAIL' | 'PHONE' = 'EMAIL') {
+  return eventExportedPayload({
+    orgId,
+    contact,
+    type,
+    at: new Date(),
+    event,
+    eventId: 1,
+    visitor: { coreId: 'c-1', roamingId: 'r-1', corexId: null },
+    properties:
+      event === 'productview'
+        ? { product_id: 42, price: 19.9, product_url: 'https://shop.example.com/products/linen-shirt' }
+        : event === 'updatecart'
+          ? { product_id: 42, cart_url: 'https://shop.example.com/cart', line_items: [], cart_value: 19.9 }
+          : event === 'buy'
+            ? { order_id: '1001' }
+            : { page: 'https://shop.example.com/' },
+    allowsUrl: () => true,
   });
 }
 

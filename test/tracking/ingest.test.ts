@@ -213,6 +213,7 @@ describe('tracking: identify and events', () => {
       expect(matched).to.have.length(4); // 2 contacts × 2 integrations with do_contacts
       const today = new Date().toISOString().slice(0, 10);
       const email = JSON.parse(matched.find((d) => d.integration_id === hookAll.id && d.body.includes('EMAIL'))!.body);
+      expect(email.matched_at).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       expect(email).to.deep.equal({
         medium: 'matched',
         contact: 'buyer@s.example',
@@ -220,6 +221,8 @@ describe('tracking: identify and events', () => {
         date: today,
         org_id: String(o),
         verified: false,
+        matched_at: email.matched_at,
+        visitor: { core_id: v.core, roaming_id: v.roaming, corex_id: null },
         last_addtocart: 'https://s.example/p/5',
         last_view: ['https://s.example/p/5'],
       });

@@ -4,7 +4,6 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
-import { eventExportedPayload } from '../../src/webhooks/payloads/event-exported.ts';
 import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.ts';
 import { doc, schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
@@ -17,6 +16,7 @@ import {
   deactivate,
   enqueue,
   eventually,
+  exportedBody,
   matchedBody,
   reactivate,
 } from '../support/webhook-fixtures.ts';
@@ -80,10 +80,11 @@ describe('webhook delivery', function () {
       contact: 'jane.doe@example.com',
       type: 'EMAIL',
       at: new Date('2024-05-14T23:59:59Z'),
+      visitor: { coreId: 'c-9', roamingId: 'r-9', corexId: 'customer-9' },
       lastView: ['https://shop.example.com/p/1', 'https://shop.example.com/p/2', 'https://shop.example.com/p/3', 'https://shop.example.com/p/4'],
       lastAddToCart: 'https://shop.example.com/p/2',
     });
-    const exported = eventExportedPayload({ orgId: tenant.orgId, contact: '+442079460958', type: 'PHONE', at: new Date(), event: 'updatecart' });
+    const exported = exportedBody(tenant.orgId, '+442079460958', 'updatecart', 'PHONE');
     const [matchedId, eventId] = await enqueue(srv.deps.db, hook, [
       { kind: 'matched', body: matched },
       { kind: 'event', body: exported },
@@ -162,9 +163,7 @@ describe('webhook delivery', function () {
   it('counts a receiver slower than httpTimeout as a failed attempt and retries it', async () => {
     const r = await receiver((_req, i) => (i === 0 ? { status: 200, delayMs: 2500 } : { status: 200 }));
     const hook = await integration(r, { httpTimeout: 1 });
-    const [id] = await enqueue(srv.deps.db, hook, [
-      { kind: 'event', body: eventExportedPayload({ orgId: tenant.orgId, contact: 'a@b.co', type: 'EMAIL', at: new Date(), event: 'view' }) },
-    ]);
+    const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'event', body: exportedBody(tenant.orgId, 'a@b.co', 'view') }]);
     const d = await settled(id!, 'delivered');
     expect(d.attempts).to.have.length(2);
     expect(d.attempts[0].status_code).to.equal(null);
@@ -248,9 +247,7 @@ describe('webhook delivery', function () {
   it('a manual retry restarts the schedule: a failing endpoint gets the full schedule again', async () => {
     const r = await receiver(() => ({ status: 502 }));
     const hook = await integration(r);
-    const [id] = await enqueue(srv.deps.db, hook, [
-      { kind: 'event', body: eventExportedPayload({ orgId: tenant.orgId, contact: 'a@b.co', type: 'EMAIL', at: new Date(), event: 'buy' }) },
-    ]);
+    const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'event', body: exportedBody(tenant.orgId, 'a@b.co', 'buy') }]);
     await settled(id!, 'failed');
     await srv.api.post(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
     const d = await eventually(async () => {

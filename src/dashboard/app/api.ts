@@ -64,6 +64,8 @@ export class ApiFailure extends Error {
     readonly status: number,
     message: string,
     readonly errors: { path: string; message: string }[] = [],
+    /** seconds, from a 429's or 503's Retry-After */
+    readonly retryAfter?: number,
   ) {
     super(message);
   }
@@ -80,9 +82,23 @@ export async function call<T>(request: Promise<{ data?: T; error?: unknown; resp
   if (!r.response.ok) {
     const body = r.error as { message?: unknown; errors?: unknown } | undefined;
     const message = typeof body?.message === 'string' ? body.message : `The request failed (HTTP ${r.response.status}).`;
-    throw new ApiFailure(r.response.status, message, Array.isArray(body?.errors) ? (body.errors as { path: string; message: string }[]) : []);
+    const retryAfter = Number(r.response.headers.get('Retry-After') ?? NaN);
+    throw new ApiFailure(
+      r.response.status,
+      message,
+      Array.isArray(body?.errors) ? (body.errors as { path: string; message: string }[]) : [],
+      Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined,
+    );
   }
   return r.data as T;
+}
+
+/** The reserved platform name of merchants who registered themselves (their session sees their own organisation). */
+export const MERCHANT = 'merchant';
+
+/** Signed in as a self-registered merchant rather than a platform account. */
+export function isMerchant(): boolean {
+  return loadSession()?.platform === MERCHANT;
 }
 
 /** The platform segment of every path, from the session. */

@@ -129,6 +129,7 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
   const endpoint = integration?.data.endpoint;
   const paused = d.status === 'pending' && integration?.health.state === 'paused' ? integration.health : undefined;
   const [open, setOpen] = useState(false);
+  const [showPayload, setShowPayload] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiFailure | null>(null);
   const retryable = d.status === 'failed' || d.status === 'cancelled';
@@ -146,6 +147,7 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
   };
   const what = d.payload.medium === 'matched' ? 'Contact match' : `Event: ${d.payload.event}`;
   const attemptsId = `attempts-${d.id}`;
+  const payloadId = `payload-${d.id}`;
   return (
     <li class="card" aria-label={`Delivery ${d.id}`}>
       <div class="card-head">
@@ -203,6 +205,9 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
         <button type="button" class="secondary" aria-expanded={open} aria-controls={attemptsId} disabled={d.attempts.length === 0} onClick={() => setOpen(!open)}>
           {open ? 'Hide attempts' : `Show attempts (${d.attempts.length})`}
         </button>
+        <button type="button" class="secondary" aria-expanded={showPayload} aria-controls={payloadId} onClick={() => setShowPayload(!showPayload)}>
+          {showPayload ? 'Hide payload' : 'Show payload'}
+        </button>
         {retryable && (
           <button type="button" disabled={busy} onClick={retry}>
             {busy ? 'Retrying…' : 'Retry'}
@@ -210,6 +215,11 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
         )}
       </div>
       {error && <ErrorNote error={error} />}
+      {showPayload && (
+        <pre class="payload" id={payloadId} aria-label={`Payload of delivery ${d.id}`}>
+          <code>{JSON.stringify(d.payload, null, 2)}</code>
+        </pre>
+      )}
       {open && (
         <table class="rows attempts" id={attemptsId}>
           <caption class="sr-only">Attempts of delivery {d.id}</caption>

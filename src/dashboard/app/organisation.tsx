@@ -2,7 +2,7 @@
 // tabs) and its overview: ids, tracker snippet, activity counts and chart.
 import { createContext, type ComponentChildren } from 'preact';
 import { useContext, useEffect } from 'preact/hooks';
-import { api, call, platform, type Schemas } from './api.ts';
+import { api, call, isMerchant, platform, type Schemas } from './api.ts';
 import { BASE, Link } from './router.ts';
 import { Badge, Breakable, CopyButton, date, Empty, Show, useAsync } from './ui.tsx';
 
@@ -33,7 +33,12 @@ export function OrganisationFrame({ orgId, path, children }: { orgId: number; pa
   return (
     <>
       <p class="crumbs">
-        <Link href={BASE}>Organisations</Link> <span aria-hidden="true">/</span> <span class="wrap">{domain ?? `#${orgId}`}</span>
+        {isMerchant() ? (
+          'Your organisation'
+        ) : (
+          <Link href={BASE}>Organisations</Link>
+        )}{' '}
+        <span aria-hidden="true">/</span> <span class="wrap">{domain ?? `#${orgId}`}</span>
       </p>
       <nav class="tabs" aria-label="Organisation">
         {TABS.map(([suffix, label]) => {
@@ -179,17 +184,20 @@ function HourlyChart({ hours }: { hours: Schemas['HourlyCount'][] }) {
             <span>{hourLabel(hours[12]!.hour)}</span>
             <span>now</span>
           </div>
-          <table class="sr-only">
-            <caption>Events per hour</caption>
-            <tbody>
-              {hours.map((h) => (
-                <tr key={h.hour}>
-                  <th scope="row">{hourLabel(h.hour)}</th>
-                  <td>{h.count}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          {/* in a clipped block: a table ignores the height and overflow of .sr-only, and its 24 rows made the page scroll */}
+          <div class="sr-only">
+            <table>
+              <caption>Events per hour</caption>
+              <tbody>
+                {hours.map((h) => (
+                  <tr key={h.hour}>
+                    <th scope="row">{hourLabel(h.hour)}</th>
+                    <td>{h.count}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
     </figure>

@@ -1,6 +1,9 @@
-// The platform's organisations: search by domain (`q`), cursor paging.
-import { useState } from 'preact/hooks';
-import { api, call, platform } from './api.ts';
+// The platform's organisations: search by domain (`q`), cursor paging, and
+// registering a merchant. A merchant session has one organisation: it goes
+// straight there.
+import { useEffect, useState } from 'preact/hooks';
+import { api, call, isMerchant, platform } from './api.ts';
+import { RegisterMerchant } from './register-merchant.tsx';
 import { BASE, Link, navigate } from './router.ts';
 import { Badge, Breakable, date, Empty, Pager, Show, useAsync, usePager } from './ui.tsx';
 
@@ -18,6 +21,13 @@ export function Organisations({ url }: { url: URL }) {
     [q, pager.cursor],
   );
 
+  const [registering, setRegistering] = useState(false);
+  const merchant = isMerchant();
+  const own = merchant && orgs.data?.items.length === 1 ? orgs.data.items[0]!.id : undefined;
+  useEffect(() => {
+    if (own !== undefined) navigate(`${BASE}/organisations/${own}`, { replace: true });
+  }, [own]);
+
   const search = (e: Event) => {
     e.preventDefault();
     const t = text.trim();
@@ -26,7 +36,15 @@ export function Organisations({ url }: { url: URL }) {
 
   return (
     <section>
-      <h1 tabIndex={-1}>Organisations</h1>
+      <div class="heading-row">
+        <h1 tabIndex={-1}>Organisations</h1>
+        {!merchant && !registering && (
+          <button type="button" onClick={() => setRegistering(true)}>
+            Register a merchant
+          </button>
+        )}
+      </div>
+      {registering && <RegisterMerchant onClose={() => setRegistering(false)} />}
       <form class="search" role="search" onSubmit={search}>
         <label for="org-search">Search by domain</label>
         <div class="inline">
@@ -52,7 +70,11 @@ export function Organisations({ url }: { url: URL }) {
             q ? (
               <Empty title={`No organisation's domain contains “${q}”.`}>Check the spelling, or clear the search.</Empty>
             ) : (
-              <Empty title="No organisations yet.">Organisations appear here once your platform registers a merchant (registerClientUser).</Empty>
+              <Empty title="No organisations yet.">
+                {merchant
+                  ? 'This account has no organisation.'
+                  : 'Organisations appear here once your platform registers a merchant: use “Register a merchant” above, or registerClientUser.'}
+              </Empty>
             )
           ) : (
             <>

@@ -131,6 +131,22 @@ export function Visitor({ orgId, coreId }: { orgId: number; coreId: string }) {
       ),
     [orgId, coreId, pager.cursor],
   );
+  if (visitor.error?.status === 404 && visitor.data === undefined) {
+    // nothing to try again: say so, and lead back
+    return (
+      <section>
+        <h1 tabIndex={-1}>Visitor not found</h1>
+        <div class="state empty" role="alert">
+          <p class="empty-title">
+            No visitor has the ID <code class="wrap">{coreId}</code> in this organisation.
+          </p>
+          <p>
+            Check the address, or pick one from <Link href={`${BASE}/organisations/${orgId}/visitors`}>all visitors</Link>.
+          </p>
+        </div>
+      </section>
+    );
+  }
   return (
     <section>
       <p>

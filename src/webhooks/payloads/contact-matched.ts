@@ -1,8 +1,20 @@
 // The contact-match notification (interface.md §6.1): sent when an identify
-// links a visitor to a contact it was not linked to before.
+// links a visitor to a contact it was not linked to before. The interface's
+// fields are unchanged; verified, matched_at and visitor are added.
 import type { Schemas } from '../../http/types.ts';
 
 export type ContactMatched = Schemas['ContactMatchedNotification'];
+
+/** The tracker's ids of a visitor; a corex_id of null (or the path's literal `null`) is sent as null. */
+export interface VisitorIds {
+  coreId: string;
+  roamingId: string;
+  corexId: string | null;
+}
+
+export function visitorView(v: VisitorIds): Schemas['WebhookVisitor'] {
+  return { core_id: v.coreId, roaming_id: v.roamingId, corex_id: v.corexId === 'null' ? null : v.corexId };
+}
 
 export interface ContactMatchInput {
   orgId: number;
@@ -11,6 +23,8 @@ export interface ContactMatchInput {
   /** the identify carried a valid hash for this contact (identity verification); false when left out */
   verified?: boolean;
   at: Date;
+  /** the visitor the identify was made for */
+  visitor: VisitorIds;
   /** product URLs, most recent first; only the first 3 are sent */
   lastView: string[];
   lastAddToCart: string | null;
@@ -28,6 +42,8 @@ export function contactMatchedPayload(input: ContactMatchInput): ContactMatched 
     date: utcDay(input.at),
     org_id: String(input.orgId),
     verified: input.verified === true,
+    matched_at: input.at.toISOString(),
+    visitor: visitorView(input.visitor),
   };
   // optional fields only when there is data: never null, never empty
   if (input.lastAddToCart) body.last_addtocart = input.lastAddToCart;
