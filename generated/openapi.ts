@@ -1529,12 +1529,12 @@ export interface components {
             message: string;
             /** @description Validation failures, present with code 4000. */
             errors?: {
-                /** @description Where the problem is: a JSON Pointer into the body (`/data/endpoint`), or `path.<name>`, `query.<name>` or `header.<name>` for a parameter. */
+                /** @description Where the problem is: a JSON Pointer (RFC 6901) into the body (`/data/endpoint`, `/allowed_domains/0`; the empty string is the whole body), or `path.<name>`, `query.<name>` or `header.<name>` for a parameter. The analytics host's `reason` and the tracking API's `message` name places the same way. */
                 path: string;
                 /** @description What is wrong with that value. */
                 message: string;
             }[];
-            /** @description Identifier of the request, also sent as `X-Request-Id`. */
+            /** @description Identifier of the request, the same value as the `X-Request-Id` response header. Sent in every error body; quote it when reporting a problem. (Optional in the schema so that clients written against the original interface, which does not list it, stay valid.) */
             request_id?: string;
         };
         /**
@@ -1564,7 +1564,7 @@ export interface components {
             error: "invalid_request" | "invalid_payload" | "origin_not_allowed" | "unverified_identity" | "unknown_organisation" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "not_implemented" | "internal_error" | "unavailable";
             /** @description Human-readable explanation. */
             message: string;
-            /** @description Identifier of the request, also sent as `X-Request-Id`. */
+            /** @description Identifier of the request, the same value as the `X-Request-Id` response header. Sent in every error body; quote it when reporting a problem. (Optional in the schema so that clients written against the original interface, which does not list it, stay valid.) */
             request_id?: string;
         };
         /**
@@ -1596,7 +1596,7 @@ export interface components {
             code: 5100 | 5101 | 5104 | 5105 | 5113 | 5115 | 5129 | 5500 | 5503;
             /** @description Human-readable explanation. */
             reason: string;
-            /** @description Identifier of the request, also sent as `X-Request-Id`. */
+            /** @description Identifier of the request, the same value as the `X-Request-Id` response header. Sent in every error body; quote it when reporting a problem. (Optional in the schema so that clients written against the original interface, which does not list it, stay valid.) */
             request_id?: string;
         };
         /** @description Business error of the analytics registration (`/api/v1/register`): user or organisation already exists (400), missing or wrong registration token (401), registration disabled (403), rate limited (429). */
@@ -1608,6 +1608,8 @@ export interface components {
             status: "error";
             /** @description Human-readable explanation. */
             message: string;
+            /** @description Identifier of the request, the same value as the `X-Request-Id` response header. Sent in every error body; quote it when reporting a problem. (Optional in the schema so that clients written against the original interface, which does not list it, stay valid.) */
+            request_id?: string;
         };
         /** @description A user (interface 2.1). `username` always equals `email`. */
         User: {
@@ -2259,11 +2261,15 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4000,
-                 *       "message": "Request validation failed.",
+                 *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
                  *       "errors": [
                  *         {
                  *           "path": "/data/endpoint",
-                 *           "message": "must match format \"uri\""
+                 *           "message": "must be an http or https URL"
+                 *         },
+                 *         {
+                 *           "path": "/data/endpoint",
+                 *           "message": "must be a valid uri"
                  *         }
                  *       ],
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
@@ -2279,13 +2285,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": 4010,
-                 *       "message": "Missing or invalid bearer token.",
-                 *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
-                 *     }
-                 */
                 "application/json": components["schemas"]["PlatformError"];
             };
         };
@@ -2299,7 +2298,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4030,
-                 *       "message": "Organisation is not assigned to this account.",
+                 *       "message": "The organisation is not assigned to this account",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2316,7 +2315,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4040,
-                 *       "message": "Not found.",
+                 *       "message": "Integration not found",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2333,7 +2332,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4130,
-                 *       "message": "Request body too large.",
+                 *       "message": "The body exceeds the limit of 1048576 bytes",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2350,7 +2349,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4150,
-                 *       "message": "Unsupported media type: send application/json.",
+                 *       "message": "Content-Type must be application/json",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2385,7 +2384,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 5000,
-                 *       "message": "Internal server error.",
+                 *       "message": "Internal error; quote the request id when reporting it",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2403,7 +2402,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 5030,
-                 *       "message": "Service temporarily unavailable.",
+                 *       "message": "The database is unavailable; retry shortly",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2437,7 +2436,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "invalid_request",
-                 *       "message": "body/product_id: must be integer",
+                 *       "message": "Invalid request: /product_id must be integer",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2455,7 +2454,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "unknown_organisation",
-                 *       "message": "Unknown or inactive organisation.",
+                 *       "message": "Organisation 42 does not exist or is not active",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2491,7 +2490,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "payload_too_large",
-                 *       "message": "Request body too large.",
+                 *       "message": "The body exceeds the limit of 32768 bytes",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2509,7 +2508,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "unsupported_media_type",
-                 *       "message": "Unsupported media type: send application/json or text/plain.",
+                 *       "message": "Content-Type must be application/json or text/plain",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2528,7 +2527,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "rate_limited",
-                 *       "message": "Too many requests.",
+                 *       "message": "Too many requests from this client address; retry after 37 s",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2546,7 +2545,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "internal_error",
-                 *       "message": "Internal server error.",
+                 *       "message": "Internal error; quote the request id when reporting it",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2565,7 +2564,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "unavailable",
-                 *       "message": "Service temporarily unavailable.",
+                 *       "message": "The database is unavailable; retry shortly",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2583,7 +2582,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5113,
-                 *       "reason": "Request body too large.",
+                 *       "reason": "The body exceeds the limit of 1048576 bytes",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2601,7 +2600,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5115,
-                 *       "reason": "Unsupported media type: send application/json.",
+                 *       "reason": "Content-Type must be application/json",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2620,7 +2619,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5129,
-                 *       "reason": "Too many requests.",
+                 *       "reason": "Too many requests from this client address; retry after 37 s",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2638,7 +2637,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5500,
-                 *       "reason": "Internal server error.",
+                 *       "reason": "Internal error; quote the request id when reporting it",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2657,7 +2656,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5503,
-                 *       "reason": "Service temporarily unavailable.",
+                 *       "reason": "The database is unavailable; retry shortly",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -4553,7 +4552,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": 4090,
-                     *       "message": "Delivery is not failed"
+                     *       "message": "Delivery is pending; only failed or cancelled deliveries can be retried"
                      *     }
                      */
                     "application/json": components["schemas"]["PlatformError"];

@@ -100,7 +100,7 @@ export async function registerAnalyticsUser(reg: RegistrationDeps, req: Registra
   } catch (err) {
     if (err instanceof EmailTaken) throw analyticsError(400, `${email} already registered! Please sign in to continue.`);
     if (err instanceof DomainTaken) throw analyticsError(400, 'Org already exists');
-    if (err instanceof InvalidDomain) throw invalidInput('body.domain', 'is not a domain');
+    if (err instanceof InvalidDomain) throw invalidInput('/domain', 'is not a domain');
     throw err;
   }
 }

@@ -28,14 +28,14 @@ export const BODY_LIMITS: Record<Area, number> = {
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const TEXT_TYPE = /^text\/plain\s*(;|$)/i;
 
-/** The body of an error as written to the client, with the request id for 500s. */
+/** The body of an error as written to the client, with its request id (the X-Request-Id header's value). */
 function render(ctx: Koa.Context, err: ApiError): void {
   ctx.status = err.status;
   for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
   // refused before its body was read (413 on Content-Length, 415): the rest of
   // the body is not worth reading, and the connection cannot be reused safely
   if (!ctx.req.complete) ctx.set('Connection', 'close');
-  ctx.body = err.body;
+  ctx.body = { ...err.body, request_id: ctx.state.requestId as string };
 }
 
 function hasBody(ctx: Koa.Context): boolean {
@@ -97,8 +97,7 @@ export async function createApp(deps: Deps, handlers: HandlerMap): Promise<Koa> 
         err = areaError(area, 'unsupported_media_type', 'Unsupported content encoding or charset');
       } else {
         log.error({ err: raw, requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
-        err = areaError(area, 'internal', `Internal error (request id ${requestId})`);
-        err.body.request_id = requestId;
+        err = areaError(area, 'internal', 'Internal error; quote the request id when reporting it');
       }
       render(ctx, err);
     } finally {

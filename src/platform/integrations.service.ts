@@ -66,7 +66,7 @@ function checkEndpoint(endpoint: string): void {
     url = undefined;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
-    throw invalid('body.data.endpoint', 'must be an absolute http or https URL');
+    throw invalid('/data/endpoint', 'must be an absolute http or https URL');
   }
 }
 

@@ -157,8 +157,8 @@ export async function registerClientUser(
     if (err instanceof EmailTaken) throw platformError(409, 4009, 'Email Already exists');
     if (err instanceof DomainTaken) throw platformError(409, 40010, 'Organisation Exists. Cannot assign existing Organisations.');
     if (err instanceof InvalidDomain) {
-      throw platformError(400, 4000, 'Invalid request: body.domain is not a domain', [
-        { path: 'body.domain', message: 'is not a domain' },
+      throw platformError(400, 4000, 'Invalid request: /domain is not a domain', [
+        { path: '/domain', message: 'is not a domain' },
       ]);
     }
     throw err;
