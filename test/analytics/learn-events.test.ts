@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, type Merchant, newAccount, newMerchant } from '../platform/helpers.ts';
 import { UNKNOWN_TOKEN, learn } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 
 describe('learning events (interface 4.7)', () => {
   let srv: TestServer;
@@ -98,7 +99,7 @@ describe('learning events (interface 4.7)', () => {
       for (const org_token of ['nope', token.slice(0, -1), `${token}x`, token.toUpperCase() === token ? token.toLowerCase() : token.toUpperCase(), 'x'.repeat(128)]) {
         const r = await learn(srv, { org_token, eventName: 'e', eventVal: 'v' });
         expect(r.status, org_token).to.equal(400);
-        expect(r.body).to.deep.equal(UNKNOWN_TOKEN);
+        expect(errorBody(r)).to.deep.equal(UNKNOWN_TOKEN);
       }
       expect(await stored(m.organisation.id)).to.have.length(0);
     });
@@ -108,7 +109,7 @@ describe('learning events (interface 4.7)', () => {
       await srv.database.handle.db.updateTable('organisations').set({ is_active: false }).where('id', '=', m.organisation.id).execute();
       const r = await learn(srv, { org_token: m.organisation.token, eventName: 'e', eventVal: 'v' });
       expect(r.status).to.equal(400);
-      expect(r.body).to.deep.equal(UNKNOWN_TOKEN);
+      expect(errorBody(r)).to.deep.equal(UNKNOWN_TOKEN);
       expect(await stored(m.organisation.id)).to.have.length(0);
     });
 

@@ -44,11 +44,11 @@ describe('http foundation', () => {
     const p = await srv.api.post('/v1/rest/acme/users/login', { email: 'a@b.co' });
     expect(p.status).to.equal(400);
     expect(p.body.code).to.equal(4000);
-    expect(p.body.errors).to.deep.include({ path: 'body.password', message: 'is required' });
+    expect(p.body.errors).to.deep.include({ path: '/password', message: 'is required' });
     const t = await srv.api.post('/jsv1/1/r/c/null/event/view', { page: 42 });
     expect(t.status).to.equal(400);
     expect(t.body.error).to.equal('invalid_request');
-    expect(t.body.message).to.include('body.page');
+    expect(t.body.message).to.include('/page');
     const a = await srv.api.post('/rest/v1/learn/event', { eventName: 'x' });
     expect(a.status).to.equal(400);
     expect(a.body).to.include({ status: 'failed', code: 5100 });

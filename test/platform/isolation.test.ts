@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, webhookBody } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 
 interface Tenant {
   account: Account;
@@ -101,10 +102,10 @@ describe('tenant isolation matrix (platform API)', () => {
         // a missing and a foreign resource answer alike: nothing tells them apart
         const missingOrg = await srv.api.get(`${p}/organisations/987654321`, { token });
         const foreignOrg = await srv.api.get(`${p}/organisations/${v.orgId}`, { token });
-        expect(foreignOrg.body).to.deep.equal(missingOrg.body);
+        expect(errorBody(foreignOrg)).to.deep.equal(errorBody(missingOrg));
         const missingInt = await srv.api.get(`${p}/integration/987654321`, { token });
         const foreignInt = await srv.api.get(`${p}/integration/${v.integrationId}`, { token });
-        expect(foreignInt.body).to.deep.equal(missingInt.body);
+        expect(errorBody(foreignInt)).to.deep.equal(errorBody(missingInt));
         expect(await snapshot()).to.deep.equal(before);
       });
 

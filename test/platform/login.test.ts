@@ -6,6 +6,7 @@ import { SignJWT } from 'jose';
 import { AccountError, ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, PASSWORD, unique, uniqueIp } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 
 const JWT_SECRET = 'login-test-secret-0123456789abcdefghijklmnopqrstuvwxyz';
 
@@ -83,24 +84,24 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
     it('answers a wrong password with 401/4011 "Invalid login credentials."', async () => {
       const r = await login('acme', acme.email, 'wrong password');
       expect(r.status).to.equal(401);
-      expect(r.body).to.deep.equal(invalid);
+      expect(errorBody(r)).to.deep.equal(invalid);
     });
 
     it('answers an unknown email exactly like a wrong password', async () => {
       const wrong = await login('acme', acme.email, 'wrong password');
       const unknown = await login('acme', `${unique('nobody')}@platform.example`, 'wrong password');
       expect(unknown.status).to.equal(wrong.status);
-      expect(unknown.body).to.deep.equal(wrong.body);
+      expect(errorBody(unknown)).to.deep.equal(errorBody(wrong));
       expect(unknown.headers.get('www-authenticate')).to.equal(wrong.headers.get('www-authenticate'));
     });
 
     it('refuses the right password under another or an unknown platform_name (4011)', async () => {
       const other = await login('globex', acme.email, PASSWORD);
       expect(other.status).to.equal(401);
-      expect(other.body).to.deep.equal(invalid);
+      expect(errorBody(other)).to.deep.equal(invalid);
       const reserved = await login('integration', acme.email, PASSWORD);
       expect(reserved.status).to.equal(401);
-      expect(reserved.body).to.deep.equal(invalid);
+      expect(errorBody(reserved)).to.deep.equal(invalid);
     });
 
     it('refuses registered client users, who have no password (4011)', async () => {
@@ -108,7 +109,7 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
       for (const password of ['x', PASSWORD]) {
         const r = await login('acme', m.user.email, password);
         expect(r.status).to.equal(401);
-        expect(r.body).to.deep.equal(invalid);
+        expect(errorBody(r)).to.deep.equal(invalid);
       }
     });
 
@@ -117,7 +118,7 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
       await srv.database.handle.db.updateTable('users').set({ is_active: false }).where('id', '=', a.userId).execute();
       const r = await login('acme', a.email, PASSWORD);
       expect(r.status).to.equal(401);
-      expect(r.body).to.deep.equal(invalid);
+      expect(errorBody(r)).to.deep.equal(invalid);
     });
 
     it('validates the body: 400/4000 with errors', async () => {

@@ -5,6 +5,7 @@ import { hashPassword } from '../../src/platform/passwords.ts';
 import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation, organisationTokenHash } from '../../src/platform/registration.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, unique } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 
 const MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$/;
 const EMAIL_TAKEN = { code: 4009, message: 'Email Already exists' };
@@ -145,13 +146,13 @@ describe('register a client user (interface 4.2)', () => {
       expect((await register(body)).status).to.equal(201);
       const again = await register({ email: body.email.toUpperCase(), domain: fresh().domain });
       expect(again.status).to.equal(409);
-      expect(again.body).to.deep.equal(EMAIL_TAKEN);
+      expect(errorBody(again)).to.deep.equal(EMAIL_TAKEN);
     });
 
     it("counts platform accounts' emails as registered too", async () => {
       const r = await register({ email: acme.email, domain: fresh().domain });
       expect(r.status).to.equal(409);
-      expect(r.body).to.deep.equal(EMAIL_TAKEN);
+      expect(errorBody(r)).to.deep.equal(EMAIL_TAKEN);
     });
 
     it('answers a domain already registered with 409/40010, comparing without case, scheme, www., path or trailing dot', async () => {
@@ -162,7 +163,7 @@ describe('register a client user (interface 4.2)', () => {
       for (const [i, domain] of variants.entries()) {
         const r = await register({ email: `${n}-v${i}@merchant.example`, domain });
         expect(r.status, domain).to.equal(409);
-        expect(r.body, domain).to.deep.equal(DOMAIN_TAKEN);
+        expect(errorBody(r), domain).to.deep.equal(DOMAIN_TAKEN);
       }
       // a different domain is a different organisation
       const sub = await register({ email: `${n}-sub@merchant.example`, domain: `eu.${n}.example.com` });
@@ -174,7 +175,7 @@ describe('register a client user (interface 4.2)', () => {
       await register(body);
       const r = await register(body);
       expect(r.status).to.equal(409);
-      expect(r.body).to.deep.equal(EMAIL_TAKEN);
+      expect(errorBody(r)).to.deep.equal(EMAIL_TAKEN);
     });
 
     it('creates nothing when it fails: the email of a refused registration stays free', async () => {
@@ -204,9 +205,9 @@ describe('register a client user (interface 4.2)', () => {
       expect(made.user.email).to.equal(`${n}@self.example`);
       expect(made.organisation.domain).to.equal(`${n}.self.example`);
       const byEmail = await register({ email: `${n.toUpperCase()}@SELF.example`, domain: fresh().domain });
-      expect(byEmail.body).to.deep.equal(EMAIL_TAKEN);
+      expect(errorBody(byEmail)).to.deep.equal(EMAIL_TAKEN);
       const byDomain = await register({ email: `${n}-2@self.example`, domain: `WWW.${n}.self.example` });
-      expect(byDomain.body).to.deep.equal(DOMAIN_TAKEN);
+      expect(errorBody(byDomain)).to.deep.equal(DOMAIN_TAKEN);
     });
 
     it('lets the service report typed errors to other areas (EmailTaken, DomainTaken, InvalidDomain), rolling back', async () => {
@@ -236,7 +237,7 @@ describe('register a client user (interface 4.2)', () => {
       );
       const statuses = replies.map((r) => r.status).sort();
       expect(statuses).to.deep.equal([201, 409, 409, 409, 409, 409]);
-      for (const r of replies.filter((x) => x.status === 409)) expect(r.body).to.deep.equal(EMAIL_TAKEN);
+      for (const r of replies.filter((x) => x.status === 409)) expect(errorBody(r)).to.deep.equal(EMAIL_TAKEN);
       const orgs = await srv.database.handle.db.selectFrom('organisations').select('id').where('domain', 'like', `${n}-%`).execute();
       expect(orgs).to.have.length(1);
     });
@@ -248,7 +249,7 @@ describe('register a client user (interface 4.2)', () => {
       );
       const statuses = replies.map((r) => r.status).sort();
       expect(statuses).to.deep.equal([201, 409, 409, 409, 409, 409]);
-      for (const r of replies.filter((x) => x.status === 409)) expect(r.body).to.deep.equal(DOMAIN_TAKEN);
+      for (const r of replies.filter((x) => x.status === 409)) expect(errorBody(r)).to.deep.equal(DOMAIN_TAKEN);
       const users = await srv.database.handle.db.selectFrom('users').select('id').where('email_key', 'like', `${n}-%`).execute();
       expect(users).to.have.length(1);
     });
