@@ -1305,63 +1305,7 @@ export interface webhooks {
          *     fails the delivery at once. Deactivating or deleting the integration
          *     cancels pending deliveries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
-                     * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
-                     */
-                    "webhook-id": components["parameters"]["WebhookId"];
-                    /**
-                     * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
-                     * @example 1715678467
-                     */
-                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
-                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
-                     */
-                    "webhook-signature": components["parameters"]["WebhookSignature"];
-                    /**
-                     * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
-                     * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
-                     */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ContactMatchedNotification"];
-                };
-            };
-            responses: {
-                /** @description Accepted. The response body is ignored. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Retried on the schedule above. */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["receiveContactMatched"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1393,63 +1337,7 @@ export interface webhooks {
          *     are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±10%
          *     jitter), other statuses fail at once.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
-                     * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
-                     */
-                    "webhook-id": components["parameters"]["WebhookId"];
-                    /**
-                     * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
-                     * @example 1715678467
-                     */
-                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
-                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
-                     */
-                    "webhook-signature": components["parameters"]["WebhookSignature"];
-                    /**
-                     * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
-                     * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
-                     */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["EventExportedNotification"];
-                };
-            };
-            responses: {
-                /** @description Accepted. The response body is ignored. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Retried on the same schedule as `contactMatched`. */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["receiveEventExported"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4783,12 +4671,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["ViewEventBody"];
-                /**
-                 * @example {
-                 *       "page": "https://shop.example.com/collections/summer"
-                 *     }
-                 */
-                "text/plain": components["schemas"]["ViewEventBody"];
+                /** @example {"page":"https://shop.example.com/collections/summer"} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -4848,14 +4732,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CartEventBody"];
-                /**
-                 * @example {
-                 *       "cart_url": "https://shop.example.com/cart",
-                 *       "product_id": 7312458963,
-                 *       "cart_value": 59.9
-                 *     }
-                 */
-                "text/plain": components["schemas"]["CartEventBody"];
+                /** @example {"cart_url":"https://shop.example.com/cart","product_id":7312458963,"cart_value":59.9} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -4906,15 +4784,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CartEventBody"];
-                /**
-                 * @example {
-                 *       "cart_url": "https://shop.example.com/cart",
-                 *       "product_id": 7312458963,
-                 *       "line_items": [],
-                 *       "cart_value": 0
-                 *     }
-                 */
-                "text/plain": components["schemas"]["CartEventBody"];
+                /** @example {"cart_url":"https://shop.example.com/cart","product_id":7312458963,"line_items":[],"cart_value":0} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -4975,19 +4846,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CheckoutEventBody"];
-                /**
-                 * @example {
-                 *       "checkout": "https://shop.example.com/checkouts/cn/Z2NwLWV1cm9wZS13ZXN0NDox",
-                 *       "items": [
-                 *         {
-                 *           "product_id": 7312458963,
-                 *           "price": 59.9
-                 *         }
-                 *       ],
-                 *       "cart_value": 59.9
-                 *     }
-                 */
-                "text/plain": components["schemas"]["CheckoutEventBody"];
+                /** @example {"checkout":"https://shop.example.com/checkouts/cn/Z2NwLWV1cm9wZS13ZXN0NDox","items":[{"product_id":7312458963,"price":59.9}],"cart_value":59.9} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5043,12 +4903,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["BuyEventBody"];
-                /**
-                 * @example {
-                 *       "order_id": "#1043"
-                 *     }
-                 */
-                "text/plain": components["schemas"]["BuyEventBody"];
+                /** @example {"order_id":"#1043"} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5098,14 +4954,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["ProductViewEventBody"];
-                /**
-                 * @example {
-                 *       "product_id": 7312458963,
-                 *       "price": 59.9,
-                 *       "product_url": "https://shop.example.com/products/linen-shirt"
-                 *     }
-                 */
-                "text/plain": components["schemas"]["ProductViewEventBody"];
+                /** @example {"product_id":7312458963,"price":59.9,"product_url":"https://shop.example.com/products/linen-shirt"} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5153,12 +5003,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CategoryViewEventBody"];
-                /**
-                 * @example {
-                 *       "category": "summer-collection"
-                 *     }
-                 */
-                "text/plain": components["schemas"]["CategoryViewEventBody"];
+                /** @example {"category":"summer-collection"} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5396,6 +5242,120 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["ReadinessStatus"];
                 };
+            };
+        };
+    };
+    receiveContactMatched: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
+                 * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
+                 * @example 1715678467
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
+                 * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactMatchedNotification"];
+            };
+        };
+        responses: {
+            /** @description Accepted. The response body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Retried on the schedule above. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveEventExported: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
+                 * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
+                 * @example 1715678467
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
+                 * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventExportedNotification"];
+            };
+        };
+        responses: {
+            /** @description Accepted. The response body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Retried on the same schedule as `contactMatched`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -2,9 +2,13 @@
 // input and its success responses are checked against the document at compile time.
 import type { Context as OasContext } from 'openapi-backend';
 import type Koa from 'koa';
-import type { components, operations } from '../../generated/openapi.ts';
+import type { components, operations, webhooks } from '../../generated/openapi.ts';
 
-export type OperationId = keyof operations;
+/** Operations Trackway sends (the `webhooks` section), not ones it serves. */
+type WebhookOperation = webhooks[keyof webhooks]['post'];
+export type WebhookOperationId = { [K in keyof operations]: operations[K] extends WebhookOperation ? K : never }[keyof operations];
+/** Operations the server serves: every operation of the contract except the webhooks it sends. */
+export type OperationId = Exclude<keyof operations, WebhookOperationId>;
 export type Schemas = components['schemas'];
 
 /** openapi-typescript writes `never` for absent parts; handlers see `undefined` instead. */
