@@ -44,6 +44,8 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   publicUrl: string;
+  /** PUBLIC_URL was set; otherwise the served document names the address a request reached */
+  publicUrlSet: boolean;
   secretKey: string | undefined;
   jwtSecret: string | undefined;
   jwtTtlSeconds: number;
@@ -228,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: path.resolve(str(env, 'TRACKWAY_DATA_DIR') ?? '.trackway'),
     publicUrl,
+    publicUrlSet: str(env, 'PUBLIC_URL') !== undefined,
     secretKey,
     jwtSecret,
     jwtTtlSeconds,
