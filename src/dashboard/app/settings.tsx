@@ -48,14 +48,14 @@ const lines = (text: string) =>
 
 const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
-/** "body.allowed_domains.2" → "Line 3 (entry): message"; other problems as the API says them. */
+/** "/allowed_domains/2" (a JSON Pointer) → "Line 3 (entry): message"; other problems as the API says them. */
 function problems(err: ApiFailure, sent: string[]): string[] {
   // the "or null" branch of allowed_domains says nothing useful next to the real problem
   const errors = err.errors.filter((e) => e.message !== 'must be null');
   if (errors.length === 0) return [err.message];
   return errors.map((e) => {
-    const m = /^body\.allowed_domains\.(\d+)$/.exec(e.path);
-    return m ? `Line ${Number(m[1]) + 1} (${sent[Number(m[1])] ?? ''}): ${e.message}` : `${e.path.replace(/^body\./, '')}: ${e.message}`;
+    const m = /^\/allowed_domains\/(\d+)$/.exec(e.path);
+    return m ? `Line ${Number(m[1]) + 1} (${sent[Number(m[1])] ?? ''}): ${e.message}` : `${e.path.replace(/^\//, '') || 'request'}: ${e.message}`;
   });
 }
 
