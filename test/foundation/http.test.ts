@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { pending } from '../../src/http/registry.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import { newAccount } from '../platform/helpers.ts';
 
 describe('http foundation', () => {
   let srv: TestServer;
@@ -38,6 +39,30 @@ describe('http foundation', () => {
     expect(r.status).to.equal(405);
     expect(r.body).to.include({ code: 4050 });
     expect(r.headers.get('allow')).to.equal('GET');
+  });
+
+  it('says what is wrong in words: no regular expression, constants and tokens named plainly', async () => {
+    const noRegex = (text: string) => expect(text).not.to.match(/pattern|\^\[|\$\/|\\s|\{0,/);
+    const upper = await srv.api.post('/v1/rest/ACME/users/login', { email: 'a@b.co', password: 'x' });
+    expect(upper.status).to.equal(400);
+    expect(upper.body.errors).to.deep.include({
+      path: 'path.platform_name',
+      message: 'must be 1 to 63 lower-case letters, digits, "-" or "_", starting with a letter or digit',
+    });
+    noRegex(upper.text);
+    const account = await newAccount(srv);
+    const hook = await srv.api.post(`/v1/rest/${account.platform}/integration`, { org_id: 1, active: true, type: 'webhook', data: { endpoint: 'https://hooks.example.com/x' } }, { token: account.token });
+    expect(hook.status).to.equal(400);
+    expect(hook.body.errors).to.deep.include({ path: '/type', message: 'must equal "WEBHOOK"' });
+    noRegex(hook.text);
+    const email = await srv.api.get(`/jsv1/identify/1/r1/c1/${Buffer.from(JSON.stringify({ email: 'jane@' })).toString('base64url')}`);
+    expect(email.body.error).to.equal('invalid_payload');
+    noRegex(email.text);
+    // a Bearer header of the right shape with a token that is not ours: the token is wrong, not the header
+    const wrongToken = await srv.api.get(`/v1/rest/${account.platform}/organisations`, { headers: { authorization: 'Bearer abc' } });
+    expect([wrongToken.status, wrongToken.body.code, wrongToken.body.message]).to.deep.equal([401, 4010, 'The bearer token is invalid or expired']);
+    const wrongScheme = await srv.api.get(`/v1/rest/${account.platform}/organisations`, { headers: { authorization: 'Basic abc' } });
+    expect(wrongScheme.body.message).to.equal('The Authorization header must be "Bearer <token>"');
   });
 
   it('answers validation failures in each area shape', async () => {
