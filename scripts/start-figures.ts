@@ -71,7 +71,7 @@ async function start(v: Variant, env: NodeJS.ProcessEnv): Promise<{ proc: ChildP
     ? spawn('npm', [...v.command, '--', '--workers', String(v.workers)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] })
     : spawn(process.execPath, [...v.command, 'serve', '--workers', String(v.workers)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   while (!out.includes('Trackway is listening')) {
     if (proc.exitCode !== null) throw new Error(`${v.name} exited: ${out}`);
     await sleep(5);

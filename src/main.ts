@@ -178,7 +178,7 @@ async function main(argv: string[]): Promise<void> {
     case 'dispatch':
       return runDispatch(config, log, args);
     case 'migrate': {
-      const applied = await withDatabase(config, log, async (_h, names) => names);
+      const applied = await withDatabase(config, log, (_h, names) => Promise.resolve(names));
       process.stdout.write(
         applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'migrations are up to date\n',
       );

@@ -55,9 +55,8 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const targets = createTargetCache(db);
   const organisations = createOrganisationDirectory(db, cipher);
   const geo = loadGeoLocator(config.geoipDb, log);
-  const deps: Deps = { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest: undefined as never };
-  deps.ingest = createIngestor(deps);
-  return deps;
+  const ingest = createIngestor({ db, log, metrics, targets });
+  return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest };
 }
 
 /** Everything that needs the database and HTTP, on an already-open database. */

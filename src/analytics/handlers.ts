@@ -1,4 +1,4 @@
-// The analytics area's handlers for the registry (issue 6): learning events,
+// The analytics area's handlers for the registry: learning events,
 // their listing for platform users, and self-service registration.
 import type { Deps } from '../deps.ts';
 import { learnEventsHandlers } from './learn-events.handlers.ts';

@@ -2,7 +2,8 @@
 // HTTP shape only.
 import type { Deps } from '../deps.ts';
 import { createTrafficLimits, requestCost } from '../http/traffic-limits.ts';
-import type { HandlerMap, Principal } from '../http/types.ts';
+import type { HandlerMap } from '../http/types.ts';
+import { principalOf } from '../platform/principal.ts';
 import { listLearnEvents, submitLearningEvent } from './learn-events.service.ts';
 
 export function learnEventsHandlers(deps: Deps): HandlerMap<'submitLearningEvent' | 'listLearnEvents'> {
@@ -18,7 +19,7 @@ export function learnEventsHandlers(deps: Deps): HandlerMap<'submitLearningEvent
     },
     listLearnEvents: async (c) => {
       const { org_id } = c.request.params;
-      const page = await listLearnEvents(deps, c.security.bearerAuth as Principal, org_id, c.request.query ?? {});
+      const page = await listLearnEvents(deps, principalOf(c), org_id, c.request.query ?? {});
       return { status: 200, body: page };
     },
   };

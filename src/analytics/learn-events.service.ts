@@ -1,15 +1,13 @@
 // Learning events (interface 4.7): the organisation comes from its token,
 // defaults are applied, and the event is stored with the time received.
 // Platform users list them per organisation (newest first, cursor-paginated).
-import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { analyticsFailure } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
 import type { TrafficLimits } from '../http/traffic-limits.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { requireOrganisation } from '../platform/access.ts';
-import { findOrganisationByTokenHash } from '../platform/organisations.repository.ts';
-import { organisationTokenHash } from '../platform/registration.service.ts';
+import { resolveOrgToken } from '../platform/organisations.service.ts';
 import { invalidInput } from './input.ts';
 import { insertLearnEvent, listLearnEvents as listRows } from './learn-events.repository.ts';
 
@@ -18,19 +16,6 @@ export const DEFAULT_LANG = 'en';
 
 export function unknownOrgToken() {
   return analyticsFailure(400, 5104, 'Invalid org_token: please provide the correct organisation token');
-}
-
-/**
- * The id of the active organisation holding `token`, or undefined. The lookup
- * is by the indexed sha256 of the token; the stored hash is then compared
- * with the computed one in constant time.
- */
-export async function resolveOrgToken(db: Deps['db'], token: string): Promise<number | undefined> {
-  const hash = organisationTokenHash(token);
-  const org = await findOrganisationByTokenHash(db, hash);
-  if (!org || org.token_hash.length !== hash.length) return undefined;
-  if (!timingSafeEqual(org.token_hash, hash)) return undefined;
-  return org.is_active ? org.id : undefined;
 }
 
 /** An absolute URL (scheme and all), as `new URL` reads it. */

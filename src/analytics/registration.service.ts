@@ -85,15 +85,19 @@ export async function registerAnalyticsUser(reg: RegistrationDeps, req: Registra
   });
   try {
     const created = await reg.db.transaction().execute((tx) =>
-      createUserWithOrganisation(tx, {
-        email,
-        name: body.first_name,
-        phone: '',
-        domain: body.domain,
-        organisationName: body.entity,
-        passwordHash,
-        identitySecretEnc: newSealedIdentitySecret(reg.cipher),
-      }, reg.cipher),
+      createUserWithOrganisation(
+        tx,
+        {
+          email,
+          name: body.first_name,
+          phone: '',
+          domain: body.domain,
+          organisationName: body.entity,
+          passwordHash,
+          identitySecretEnc: newSealedIdentitySecret(reg.cipher),
+        },
+        reg.cipher,
+      ),
     );
     // the tracker may have asked for this id before it existed (a cached "unknown")
     reg.organisations.invalidate(created.organisation.id);

@@ -29,7 +29,7 @@ async function startMessage(): Promise<StartMessage> {
 
 export async function runWorker(config: Config, baseLog: Logger, opts: ServeOptions): Promise<void> {
   let log = baseLog;
-  let stop: (() => Promise<void>) | undefined;
+  let stop: (() => Promise<void>) | undefined; // eslint-disable-line prefer-const -- assigned once the server is up, read by the exit path before that
   let stopping = false;
   const exit = (code: number) => {
     log.flush?.();

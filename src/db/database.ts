@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FileMigrationProvider, Kysely, Migrator, PostgresDialect } from 'kysely';
+import { FileMigrationProvider, Kysely, Migrator, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.ts';
 
@@ -89,6 +89,11 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
     provider: new FileMigrationProvider({ fs, path, migrationFolder: MIGRATIONS }),
   });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
+  if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Resolves when the database answers a trivial query (readiness). */
+export async function pingDatabase(db: Database): Promise<void> {
+  await sql`SELECT 1`.execute(db);
 }

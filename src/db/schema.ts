@@ -1,5 +1,6 @@
 // Kysely table types; they mirror src/db/migrations.
 import type { ColumnType, Generated } from 'kysely';
+import type { components } from '../../generated/openapi.ts';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 /** a timestamp with a database default (insert may omit it) */
@@ -104,14 +105,8 @@ export interface PersonsTable {
   last_cart_at: Timestamp | null;
 }
 
-export interface Location {
-  country_code: string | null;
-  region: string | null;
-  city: string | null;
-  latitude: number | null;
-  longitude: number | null;
-  timezone: string | null;
-}
+/** A visitor's approximate location: the contract's Location. */
+export type Location = components['schemas']['Location'];
 
 export interface VisitorsTable {
   org_id: number;

@@ -11,6 +11,7 @@ import { bodyPointer, where } from './field-errors.ts';
 /** Objects and arrays nested deeper than this are refused (the body itself is level 1). */
 export const MAX_JSON_DEPTH = 32;
 
+// eslint-disable-next-line no-control-regex -- NUL is exactly what PostgreSQL text cannot store
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const BAD_TEXT = 'contains a NUL character or an unpaired surrogate';

@@ -41,7 +41,8 @@ export function answerClientError(err: ParserError, socket: Duplex): void {
   const e = areaError(area, kind, message);
   const requestId = randomUUID();
   const body = JSON.stringify({ ...e.body, request_id: requestId });
-  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[e.status] ?? 'Error';
+  const reason =
+    { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[e.status] ?? 'Error';
   const cors = area === 'tracking' ? 'Access-Control-Allow-Origin: *\r\n' : '';
   socket.end(
     `HTTP/1.1 ${e.status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +

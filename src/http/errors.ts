@@ -28,6 +28,7 @@ export class ApiError extends Error {
     readonly body: Record<string, unknown>,
     readonly headers: Record<string, string> = {},
   ) {
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the area bodies carry text in these fields
     super(String(body.message ?? body.reason ?? body.error ?? status));
   }
 }

@@ -1,5 +1,5 @@
 // getHealth / getReadiness: the process is up; the database answers.
-import { sql } from 'kysely';
+import { pingDatabase } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from './types.ts';
 
@@ -8,7 +8,7 @@ export function healthHandlers(deps: Deps): HandlerMap<'getHealth' | 'getReadine
     getHealth: () => ({ status: 200, body: { status: 'ok' } }),
     getReadiness: async () => {
       try {
-        await sql`SELECT 1`.execute(deps.db);
+        await pingDatabase(deps.db);
         return { status: 200, body: { status: 'ready' } };
       } catch {
         return { status: 503, body: { status: 'unavailable' }, headers: { 'Retry-After': '5' } } as never;

@@ -1,7 +1,8 @@
 // The one registry of handlers, typed against the generated operations: a
 // missing handler is a compile error, and boot checks it against the contract.
+// It is also the one place src/http/ reaches the areas from: the bearer check,
+// the webhook docs page and the dashboard's routes are re-exported below.
 import type { Deps } from '../deps.ts';
-import { areaError, areaOf } from './errors.ts';
 import { healthHandlers } from './health.handlers.ts';
 import { trackingHandlers } from '../tracking/tracking.handlers.ts';
 import { eventReadHandlers } from '../tracking/events.handlers.ts';
@@ -11,14 +12,7 @@ import { deliveriesHandlers } from '../webhooks/deliveries.handlers.ts';
 import { trackerHandlers } from '../tracking/tracker.handlers.ts';
 import { statsHandlers } from '../tracking/stats.handlers.ts';
 import { analyticsHandlers } from '../analytics/handlers.ts';
-import type { HandlerFor, HandlerMap, OperationId } from './types.ts';
-
-/** An operation whose issue has not landed: 501 in its area's error body. */
-export function pending<K extends OperationId>(id: K): HandlerFor<K> {
-  return (_c, ctx) => {
-    throw areaError(areaOf(ctx.path), 'not_implemented', `${id} is not implemented yet`);
-  };
-}
+import type { HandlerMap } from './types.ts';
 
 export function handlers(deps: Deps): HandlerMap {
   return {
@@ -33,3 +27,7 @@ export function handlers(deps: Deps): HandlerMap {
     ...statsHandlers(deps),
   };
 }
+
+export { authenticate } from '../platform/auth.ts';
+export { webhookDocsHtml } from '../webhooks/docs-page.ts';
+export { dashboardRoutes } from '../dashboard/routes.ts';

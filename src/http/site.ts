@@ -17,8 +17,7 @@ import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { servedContract } from './contract.ts';
 import { platformError } from './errors.ts';
-import { webhookDocsHtml } from '../webhooks/docs-page.ts';
-import { dashboardRoutes } from '../dashboard/routes.ts';
+import { dashboardRoutes, webhookDocsHtml } from './registry.ts';
 
 const require = createRequire(import.meta.url);
 const SWAGGER_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));

@@ -35,11 +35,7 @@ export type QueryOf<K extends OperationId> = Part<K, 'query'>;
 
 type Responses<K extends OperationId> = operations[K]['responses'];
 
-type ContentBody<R> = R extends { content: infer C }
-  ? C extends Record<string, infer B>
-    ? B
-    : undefined
-  : undefined;
+type ContentBody<R> = R extends { content: infer C } ? (C extends Record<string, infer B> ? B : undefined) : undefined;
 
 /** Every documented 2xx response of the operation, as `{status, body}`. */
 export type SuccessOf<K extends OperationId> = {
@@ -54,13 +50,6 @@ export interface Principal {
   platform: string;
 }
 
-export interface RequestMeta {
-  ip: string;
-  userAgent: string | undefined;
-  requestId: string;
-  headers: Koa.Context['headers'];
-}
-
 export type OpContext<K extends OperationId> = Omit<OasContext, 'request' | 'security'> & {
   request: OasContext['request'] & {
     requestBody: RequestBodyOf<K>;
@@ -70,9 +59,6 @@ export type OpContext<K extends OperationId> = Omit<OasContext, 'request' | 'sec
   security: { authorized: boolean; bearerAuth?: Principal };
 };
 
-export type HandlerFor<K extends OperationId> = (
-  c: OpContext<K>,
-  ctx: Koa.Context,
-) => Promise<SuccessOf<K>> | SuccessOf<K>;
+export type HandlerFor<K extends OperationId> = (c: OpContext<K>, ctx: Koa.Context) => Promise<SuccessOf<K>> | SuccessOf<K>;
 
 export type HandlerMap<K extends OperationId = OperationId> = { [Id in K]: HandlerFor<Id> };

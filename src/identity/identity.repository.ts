@@ -1,10 +1,10 @@
 // Visitors, persons (stitched visitors), contacts and the product URL
 // catalogue. Every statement is scoped by org_id first.
-import { type Kysely, sql } from 'kysely';
+import { sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
-import type { DB, Location, RecentView } from '../db/schema.ts';
+import type { Location, RecentView } from '../db/schema.ts';
+import { type Executor, orgScoped } from '../db/tenancy.ts';
 
-type Tx = Kysely<DB>; // a transaction or the database
 
 export interface VisitorTouch {
   orgId: number;
@@ -33,7 +33,7 @@ export interface TouchedVisitor {
  * The `before` CTE reads the pre-statement rows (and locks them), which is how
  * the old corex_id is known without a second round trip.
  */
-export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<TouchedVisitor[]> {
+export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promise<TouchedVisitor[]> {
   if (rows.length === 0) return [];
   // all rows travel as one jsonb parameter: one statement text whatever the batch size
   const data = JSON.stringify(
@@ -92,12 +92,11 @@ export async function upsertVisitors(tx: Tx, rows: VisitorTouch[]): Promise<Touc
 }
 
 /** Persons (other than `person`) that have a visitor with this corex_id. */
-export async function personsSharingCorex(tx: Tx, orgId: number, corexId: string, person: number): Promise<number[]> {
-  const rows = await tx
+export async function personsSharingCorex(tx: Executor, orgId: number, corexId: string, person: number): Promise<number[]> {
+  const rows = await orgScoped(tx, orgId)
     .selectFrom('visitors')
     .select('person_id')
     .distinct()
-    .where('org_id', '=', orgId)
     .where('corex_id', '=', corexId)
     .where('person_id', '<>', person)
     .execute();
@@ -122,7 +121,7 @@ export interface IdentifiedContact {
  * unverified link, which does not count as new), and the name it gave.
  */
 export async function identifyContacts(
-  tx: Tx,
+  tx: Executor,
   orgId: number,
   coreId: string,
   person: number,
@@ -163,11 +162,10 @@ export async function identifyContacts(
   return rows.sort((a, b) => order.get(`${a.type}:${a.value}`)! - order.get(`${b.type}:${b.value}`)!);
 }
 
-export async function contactsOfPerson(tx: Tx, orgId: number, person: number) {
-  return tx
+export async function contactsOfPerson(tx: Executor, orgId: number, person: number) {
+  return orgScoped(tx, orgId)
     .selectFrom('contacts')
     .select(['type', 'value'])
-    .where('org_id', '=', orgId)
     .where('person_id', '=', person)
     .orderBy('id')
     .execute();
@@ -181,21 +179,20 @@ export interface PersonProfile {
   last_cart_at: Date | null;
 }
 
-export async function lockPersons(tx: Tx, orgId: number, ids: number[]): Promise<PersonProfile[]> {
-  return tx
+export async function lockPersons(tx: Executor, orgId: number, ids: number[]): Promise<PersonProfile[]> {
+  return orgScoped(tx, orgId)
     .selectFrom('persons')
     .select(['id', 'last_view', 'last_cart_product_id', 'last_cart_url', 'last_cart_at'])
-    .where('org_id', '=', orgId)
     .where('id', 'in', ids)
     .forUpdate()
     .execute();
 }
 
 /** Moves every visitor and contact of `gone` to `keep`, stores the merged profile, deletes `gone`. */
-export async function mergePersons(tx: Tx, orgId: number, keep: number, gone: number, merged: Omit<PersonProfile, 'id'>) {
-  await tx.updateTable('visitors').set({ person_id: keep }).where('org_id', '=', orgId).where('person_id', '=', gone).execute();
-  await tx.updateTable('contacts').set({ person_id: keep }).where('org_id', '=', orgId).where('person_id', '=', gone).execute();
-  await tx.deleteFrom('persons').where('org_id', '=', orgId).where('id', '=', gone).execute();
+export async function mergePersons(tx: Executor, orgId: number, keep: number, gone: number, merged: Omit<PersonProfile, 'id'>) {
+  await orgScoped(tx, orgId).updateTable('visitors').set({ person_id: keep }).where('person_id', '=', gone).execute();
+  await orgScoped(tx, orgId).updateTable('contacts').set({ person_id: keep }).where('person_id', '=', gone).execute();
+  await orgScoped(tx, orgId).deleteFrom('persons').where('id', '=', gone).execute();
   await tx
     .insertInto('persons')
     .values({
@@ -227,7 +224,7 @@ export interface ProfileChange {
 }
 
 /** Applies a batch's profile changes, one row per person (callers dedupe). */
-export async function upsertProfiles(tx: Tx, changes: ProfileChange[]): Promise<void> {
+export async function upsertProfiles(tx: Executor, changes: ProfileChange[]): Promise<void> {
   if (changes.length === 0) return;
   const data = JSON.stringify(
     changes.map((c) => ({
@@ -259,7 +256,7 @@ export interface ProductSighting {
 }
 
 /** Remembers the latest URL seen for each product (one row per product; callers dedupe). */
-export async function rememberProductUrls(tx: Tx, rows: ProductSighting[]): Promise<void> {
+export async function rememberProductUrls(tx: Executor, rows: ProductSighting[]): Promise<void> {
   if (rows.length === 0) return;
   const data = JSON.stringify(rows.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: r.at })));
   await sql`${sql.raw(PREPARE)}
@@ -270,21 +267,19 @@ export async function rememberProductUrls(tx: Tx, rows: ProductSighting[]): Prom
   `.execute(tx);
 }
 
-export async function productUrl(tx: Tx, orgId: number, productId: number): Promise<string | undefined> {
-  const row = await tx
+export async function productUrl(tx: Executor, orgId: number, productId: number): Promise<string | undefined> {
+  const row = await orgScoped(tx, orgId)
     .selectFrom('products')
     .select('url')
-    .where('org_id', '=', orgId)
     .where('product_id', '=', productId)
     .executeTakeFirst();
   return row?.url;
 }
 
-export async function personProfile(tx: Tx, orgId: number, person: number): Promise<PersonProfile | undefined> {
-  return tx
+export async function personProfile(tx: Executor, orgId: number, person: number): Promise<PersonProfile | undefined> {
+  return orgScoped(tx, orgId)
     .selectFrom('persons')
     .select(['id', 'last_view', 'last_cart_product_id', 'last_cart_url', 'last_cart_at'])
-    .where('org_id', '=', orgId)
     .where('id', '=', person)
     .executeTakeFirst();
 }

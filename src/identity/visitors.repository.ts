@@ -1,6 +1,7 @@
 // Reads of visitors for the platform API, scoped by organisation.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
+import { orgScoped } from '../db/tenancy.ts';
 
 const VISITOR_COLUMNS = [
   'core_id',
@@ -15,10 +16,9 @@ const VISITOR_COLUMNS = [
 ] as const;
 
 export function findVisitor(db: Database, orgId: number, coreId: string) {
-  return db
+  return orgScoped(db, orgId)
     .selectFrom('visitors')
     .select(VISITOR_COLUMNS)
-    .where('org_id', '=', orgId)
     .where('core_id', '=', coreId)
     .executeTakeFirst();
 }
@@ -32,7 +32,7 @@ export interface VisitorQuery {
 }
 
 export function listVisitors(db: Database, q: VisitorQuery) {
-  let query = db.selectFrom('visitors as v').select(VISITOR_COLUMNS.map((c) => `v.${c}` as const)).where('v.org_id', '=', q.orgId);
+  let query = orgScoped(db, q.orgId).selectFrom('visitors as v').select(VISITOR_COLUMNS.map((c) => `v.${c}` as const));
   if (q.contactsOnly) {
     query = query.where(({ exists, selectFrom }) =>
       exists(
@@ -53,7 +53,7 @@ export function listVisitors(db: Database, q: VisitorQuery) {
 /** Contacts of several persons of one organisation; `verified` when a link to it was made with a valid hash. */
 export async function contactsOfPersons(db: Database, orgId: number, persons: number[]) {
   if (persons.length === 0) return [];
-  return db
+  return orgScoped(db, orgId)
     .selectFrom('contacts as c')
     .select(['c.person_id', 'c.type', 'c.value'])
     .select(({ exists, selectFrom }) =>
@@ -67,8 +67,33 @@ export async function contactsOfPersons(db: Database, orgId: number, persons: nu
         .$castTo<boolean>()
         .as('verified'),
     )
-    .where('c.org_id', '=', orgId)
     .where('c.person_id', 'in', persons)
     .orderBy('c.id')
     .execute();
+}
+
+/** Visitors last seen since `since`, and of those, since `recentSince`. */
+export async function visitorsSeen(db: Database, orgId: number, since: Date, recentSince: Date) {
+  const row = await orgScoped(db, orgId)
+    .selectFrom('visitors')
+    .select([
+      sql<string>`count(*)`.as('total'),
+      sql<string>`count(*) FILTER (WHERE last_seen >= ${recentSince})`.as('recent'),
+    ])
+    .where('last_seen', '>=', since)
+    .executeTakeFirstOrThrow();
+  return { total: Number(row.total), recent: Number(row.recent) };
+}
+
+/** Distinct contacts linked to a visitor since `since`, and of those, since `recentSince`. */
+export async function contactsLinked(db: Database, orgId: number, since: Date, recentSince: Date) {
+  const row = await orgScoped(db, orgId)
+    .selectFrom('visitor_contacts')
+    .select([
+      sql<string>`count(DISTINCT contact_id)`.as('total'),
+      sql<string>`count(DISTINCT contact_id) FILTER (WHERE linked_at >= ${recentSince})`.as('recent'),
+    ])
+    .where('linked_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return { total: Number(row.total), recent: Number(row.recent) };
 }

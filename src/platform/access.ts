@@ -4,6 +4,7 @@
 import type { Database } from '../db/database.ts';
 import { platformError } from '../http/errors.ts';
 import type { Principal } from '../http/types.ts';
+import { isOrganisationMember } from './organisations.repository.ts';
 
 export function forbidden() {
   return platformError(403, 4030, 'The organisation is not assigned to this account');
@@ -11,11 +12,5 @@ export function forbidden() {
 
 /** Throws 403/4030 unless the organisation is assigned to the caller. */
 export async function requireOrganisation(db: Database, principal: Principal, orgId: number): Promise<void> {
-  const row = await db
-    .selectFrom('organisation_members')
-    .select('org_id')
-    .where('user_id', '=', principal.userId)
-    .where('org_id', '=', orgId)
-    .executeTakeFirst();
-  if (!row) throw forbidden();
+  if (!(await isOrganisationMember(db, principal.userId, orgId))) throw forbidden();
 }

@@ -4,6 +4,7 @@
 import type { Deps } from '../deps.ts';
 import { isUnavailable, platformError, unavailableError } from '../http/errors.ts';
 import type { Principal } from '../http/types.ts';
+import { findSessionUser } from './users.repository.ts';
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/;
 
@@ -28,14 +29,9 @@ export async function authenticate(deps: Deps, header: string, platformInPath: s
   // openapi-backend answers any failure of a security handler with the
   // unauthorizedHandler, which passes ApiErrors through: a database outage
   // must read as 503 + Retry-After, not as a bad token
-  const user = await deps.db
-    .selectFrom('users')
-    .select(['id', 'platform_name', 'is_active', 'session_version'])
-    .where('id', '=', claims.userId)
-    .executeTakeFirst()
-    .catch((err: unknown) => {
-      throw isUnavailable(err) ? unavailableError('platform') : err;
-    });
+  const user = await findSessionUser(deps.db, claims.userId).catch((err: unknown) => {
+    throw isUnavailable(err) ? unavailableError('platform') : err;
+  });
   if (!user || !user.is_active || user.platform_name !== claims.platform) {
     throw unauthorized('The bearer token is invalid or expired');
   }

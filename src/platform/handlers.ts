@@ -1,4 +1,4 @@
-// The platform area's handlers for the registry (issue 3): login,
+// The platform area's handlers for the registry: login,
 // registration, webhook integrations and organisation reads.
 import type { Deps } from '../deps.ts';
 import { integrationsHandlers } from './integrations.handlers.ts';

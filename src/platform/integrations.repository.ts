@@ -1,11 +1,10 @@
 // integrations: Kysely only. Every query is scoped by organisation, and a
 // deleted integration (deleted_at set) is invisible to all of them.
-import type { Transaction } from 'kysely';
+import type { Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
-import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
+import type { DB, IntegrationsTable } from '../db/schema.ts';
+import { memberOrganisations, orgScoped, type Executor } from '../db/tenancy.ts';
 
-type Db = Database | Transaction<DB>;
 
 export const INTEGRATION_COLUMNS = [
   'id',
@@ -23,21 +22,8 @@ export const INTEGRATION_COLUMNS = [
   'modified_at',
 ] as const;
 
-export interface IntegrationRow {
-  id: number;
-  org_id: number;
-  type: 'WEBHOOK';
-  active: boolean;
-  endpoint: string;
-  auth_token_enc: string | null;
-  auth_token_hint: string | null;
-  http_timeout: number;
-  do_events: boolean;
-  do_contacts: boolean;
-  signing_secret_enc: string;
-  created_at: Date;
-  modified_at: Date;
-}
+/** A live integration: every column but deleted_at. */
+export type IntegrationRow = Omit<Selectable<IntegrationsTable>, 'deleted_at'>;
 
 /** The replaceable fields of an integration, as stored. */
 export interface IntegrationFields {
@@ -65,8 +51,8 @@ function columns(f: IntegrationFields) {
 }
 
 /** The live (not deleted) integrations of one organisation. */
-function orgScoped(db: Db, orgId: number) {
-  return db.selectFrom('integrations').where('org_id', '=', orgId).where('deleted_at', 'is', null);
+function liveIntegrations(db: Executor, orgId: number) {
+  return orgScoped(db, orgId).selectFrom('integrations').where('deleted_at', 'is', null);
 }
 
 export function insertIntegration(
@@ -83,20 +69,20 @@ export function insertIntegration(
 }
 
 /** A live integration of the organisation, locked for update inside a transaction when asked. */
-export function findIntegration(db: Db, orgId: number, id: number, opts: { lock?: boolean } = {}) {
-  let q = orgScoped(db, orgId).select(INTEGRATION_COLUMNS).where('id', '=', id);
+export function findIntegration(db: Executor, orgId: number, id: number, opts: { lock?: boolean } = {}) {
+  let q = liveIntegrations(db, orgId).select(INTEGRATION_COLUMNS).where('id', '=', id);
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<IntegrationRow | undefined>;
 }
 
 /** A live integration of any organisation assigned to the user. */
-export function findMemberIntegration(db: Db, userId: number, id: number, opts: { lock?: boolean } = {}) {
+export function findMemberIntegration(db: Executor, userId: number, id: number, opts: { lock?: boolean } = {}) {
   let q = db
     .selectFrom('integrations')
     .select(INTEGRATION_COLUMNS)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
-    .where('org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId));
+    .where('org_id', 'in', memberOrganisations(db, userId));
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<IntegrationRow | undefined>;
 }
@@ -107,10 +93,9 @@ export function replaceIntegration(
   id: number,
   fields: IntegrationFields,
 ): Promise<IntegrationRow | undefined> {
-  return tx
+  return orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ ...columns(fields), modified_at: sql<Date>`now()` })
-    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .returning(INTEGRATION_COLUMNS)
@@ -119,10 +104,9 @@ export function replaceIntegration(
 
 /** Soft delete; false when there was no live integration to delete. */
 export async function deleteIntegration(tx: Transaction<DB>, orgId: number, id: number): Promise<boolean> {
-  const r = await tx
+  const r = await orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ deleted_at: sql<Date>`now()`, active: false, modified_at: sql<Date>`now()` })
-    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
@@ -130,21 +114,55 @@ export async function deleteIntegration(tx: Transaction<DB>, orgId: number, id: 
 }
 
 /** Live integrations of the organisation, oldest first, after `afterId` when given. */
-export function listIntegrations(db: Db, orgId: number, opts: { afterId?: number; limit: number }) {
-  let q = orgScoped(db, orgId).select(INTEGRATION_COLUMNS);
+export function listIntegrations(db: Executor, orgId: number, opts: { afterId?: number; limit: number }) {
+  let q = liveIntegrations(db, orgId).select(INTEGRATION_COLUMNS);
   if (opts.afterId !== undefined) q = q.where('id', '>', opts.afterId);
   return q.orderBy('id', 'asc').limit(opts.limit).execute() as Promise<IntegrationRow[]>;
 }
 
 /** Deactivates a live, active integration (Trackway disabling a failing endpoint); false when it was not active. */
 export async function deactivateIntegration(tx: Transaction<DB>, orgId: number, id: number): Promise<boolean> {
-  const r = await tx
+  const r = await orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ active: false, modified_at: sql<Date>`now()` })
-    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('active', '=', true)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
+}
+
+// What other areas read of integrations: functions here, so that no other
+// area queries the table itself.
+
+/** The active integrations of an organisation that receive notifications (webhooks' target cache). */
+export function listActiveTargets(db: Executor, orgId: number) {
+  return liveIntegrations(db, orgId).select(['id', 'do_events', 'do_contacts']).where('active', '=', true).orderBy('id').execute();
+}
+
+/** Whether the integration is active and not deleted. */
+export async function integrationIsLive(db: Executor, orgId: number, integrationId: number): Promise<boolean> {
+  const row = await liveIntegrations(db, orgId).select('id').where('id', '=', integrationId).where('active', '=', true).executeTakeFirst();
+  return row !== undefined;
+}
+
+export type IntegrationTargetRow = Pick<
+  IntegrationRow,
+  'id' | 'org_id' | 'endpoint' | 'auth_token_enc' | 'signing_secret_enc' | 'http_timeout' | 'modified_at'
+>;
+
+/** A live (not deleted) integration of any organisation assigned to the user: what a test delivery needs. */
+export function findMemberIntegrationTarget(db: Executor, userId: number, id: number): Promise<IntegrationTargetRow | undefined> {
+  return db
+    .selectFrom('integrations')
+    .select(['id', 'org_id', 'endpoint', 'auth_token_enc', 'signing_secret_enc', 'http_timeout', 'modified_at'])
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .where('org_id', 'in', memberOrganisations(db, userId))
+    .executeTakeFirst();
+}
+
+/** Every organisation's active, live integrations (org_id, id): a subquery for the webhook backlog count. */
+export function activeIntegrationKeys(db: Executor) {
+  return db.selectFrom('integrations').select(['org_id', 'id']).where('active', '=', true).where('deleted_at', 'is', null);
 }

@@ -1,10 +1,10 @@
 // The trust settings of organisations (DESIGN.md §6 "Trust"): Kysely only.
 // allowed_domains NULL means the default (the organisation's domain_key);
 // identity_secret_enc is sealed by the caller with the server's Cipher.
-import { type Kysely, type Transaction, sql } from 'kysely';
+import { type Transaction, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
+import { type Executor } from '../db/tenancy.ts';
 
-type Db = Kysely<DB> | Transaction<DB>;
 
 /** Tells every process (after commit) that this organisation's settings changed. */
 export const ORGANISATIONS_CHANNEL = 'trackway_organisations';
@@ -20,7 +20,7 @@ export interface PolicyRow {
 }
 
 /** What the tracking hot path needs of an organisation (read through a cache). */
-export function findPolicyRow(db: Db, orgId: number): Promise<PolicyRow | undefined> {
+export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | undefined> {
   return db
     .selectFrom('organisations')
     .select(['id', 'is_active', 'domain_key', 'identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc'])
@@ -58,7 +58,7 @@ export async function replaceIdentitySecret(tx: Transaction<DB>, orgId: number, 
  * Gives an organisation its first identity secret unless it has one (also
  * under a concurrent call): answers the secret it has now.
  */
-export async function ensureIdentitySecret(db: Db, orgId: number, sealed: string): Promise<string | undefined> {
+export async function ensureIdentitySecret(db: Executor, orgId: number, sealed: string): Promise<string | undefined> {
   const made = await db
     .updateTable('organisations')
     .set({ identity_secret_enc: sealed })
@@ -71,6 +71,6 @@ export async function ensureIdentitySecret(db: Db, orgId: number, sealed: string
   return row?.identity_secret_enc ?? undefined;
 }
 
-export async function announceOrganisationChange(db: Db, orgId: number): Promise<void> {
+export async function announceOrganisationChange(db: Executor, orgId: number): Promise<void> {
   await sql`SELECT pg_notify(${ORGANISATIONS_CHANNEL}, ${String(orgId)})`.execute(db);
 }

@@ -63,7 +63,8 @@ export function parseAllowedDomains(raw: string[]): string[] {
     else if (!out.includes(host)) out.push(host);
   });
   if (raw.length === 0) errors.push({ path: '/allowed_domains', message: 'must list at least one host name (send null for the default)' });
-  if (raw.length > MAX_ALLOWED_DOMAINS) errors.push({ path: '/allowed_domains', message: `must not list more than ${MAX_ALLOWED_DOMAINS} host names` });
+  if (raw.length > MAX_ALLOWED_DOMAINS)
+    errors.push({ path: '/allowed_domains', message: `must not list more than ${MAX_ALLOWED_DOMAINS} host names` });
   if (errors.length > 0) throw invalid(errors);
   return out;
 }

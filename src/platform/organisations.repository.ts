@@ -1,10 +1,9 @@
 // organisations and organisation_members: Kysely only. Timestamps are
 // formatted by PostgreSQL in the interface's `YYYY-MM-DDTHH:MM:SS.ffffff+00:00`.
-import { type Transaction, sql } from 'kysely';
-import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
+import { type Selectable, type Transaction, sql } from 'kysely';
+import type { DB, OrganisationsTable } from '../db/schema.ts';
+import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
 
-type Db = Database | Transaction<DB>;
 
 const micro = (column: 'organisations.created_at' | 'organisations.modified_at') =>
   sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')`;
@@ -31,29 +30,11 @@ const ORGANISATION_COLUMNS = [
   'organisations.identity_secret_enc',
 ] as const;
 
-export interface OrganisationRow {
-  id: number;
-  /** in clear only in rows not yet sealed (see organisationToken) */
-  token: string | null;
-  token_enc: string | null;
-  name: string;
-  domain: string;
-  currency: string;
-  country_code: string;
-  is_active: boolean;
-  logo: string;
-  wid: string | null;
-  referer: string | null;
-  features_enabled: string;
-  organisation_name: string;
+/** An organisation as read here: its columns (the token in clear only in rows not yet sealed, see organisationToken), timestamps as microsecond ISO text. */
+export type OrganisationRow = Omit<Selectable<OrganisationsTable>, 'token_hash' | 'created_by' | 'created_at' | 'modified_at'> & {
   created_at: string;
   modified_at: string;
-  domain_key: string;
-  identity_verification: 'optional' | 'required';
-  allowed_domains: string[] | null;
-  enforce_origin: boolean;
-  identity_secret_enc: string | null;
-}
+};
 
 export interface NewOrganisation {
   /** the token sealed with the secret key */
@@ -99,17 +80,23 @@ export async function insertMembers(
     .execute();
 }
 
-function memberOrganisations(db: Db, userId: number) {
+/** The organisations assigned to the user (their rows). */
+function assignedOrganisations(db: Executor, userId: number) {
   return db
     .selectFrom('organisations')
-    .innerJoin('organisation_members as m', 'm.org_id', 'organisations.id')
-    .where('m.user_id', '=', userId)
+    .where('organisations.id', 'in', memberOrganisations(db, userId))
     .select([...ORGANISATION_COLUMNS, micro('organisations.created_at').as('created_at'), micro('organisations.modified_at').as('modified_at')]);
 }
 
+/** Whether the organisation is assigned to the user. */
+export async function isOrganisationMember(db: Executor, userId: number, orgId: number): Promise<boolean> {
+  const row = await orgScoped(db, orgId).selectFrom('organisation_members').select('org_id').where('user_id', '=', userId).executeTakeFirst();
+  return row !== undefined;
+}
+
 /** One organisation assigned to the user, or undefined. */
-export function findMemberOrganisation(db: Db, userId: number, orgId: number): Promise<OrganisationRow | undefined> {
-  return memberOrganisations(db, userId).where('organisations.id', '=', orgId).executeTakeFirst();
+export function findMemberOrganisation(db: Executor, userId: number, orgId: number): Promise<OrganisationRow | undefined> {
+  return assignedOrganisations(db, userId).where('organisations.id', '=', orgId).executeTakeFirst();
 }
 
 /** `%`, `_` and the escape character itself match literally. */
@@ -122,11 +109,11 @@ function likeContains(text: string): string {
  * when given; `q` keeps those whose domain contains it, case-insensitively.
  */
 export function listMemberOrganisations(
-  db: Db,
+  db: Executor,
   userId: number,
   opts: { q?: string; beforeId?: number; limit: number },
 ): Promise<OrganisationRow[]> {
-  let query = memberOrganisations(db, userId);
+  let query = assignedOrganisations(db, userId);
   if (opts.q !== undefined) {
     query = query.where(sql<boolean>`organisations.domain ILIKE ${likeContains(opts.q)} ESCAPE '\\'`);
   }
@@ -135,7 +122,7 @@ export function listMemberOrganisations(
 }
 
 /** The organisation holding a token, by the unique sha256 of the token (organisationTokenHash). */
-export function findOrganisationByTokenHash(db: Db, tokenHash: Buffer) {
+export function findOrganisationByTokenHash(db: Executor, tokenHash: Buffer) {
   return db
     .selectFrom('organisations')
     .select(['id', 'token_hash', 'is_active'])
@@ -144,12 +131,12 @@ export function findOrganisationByTokenHash(db: Db, tokenHash: Buffer) {
 }
 
 /** The organisation of a normalised domain (domainKey), with its token columns. */
-export function findOrganisationByDomainKey(db: Db, key: string) {
+export function findOrganisationByDomainKey(db: Executor, key: string) {
   return db.selectFrom('organisations').select(['id', 'token', 'token_enc']).where('domain_key', '=', key).executeTakeFirst();
 }
 
 /** Organisations whose token is still in clear (written before tokens were sealed), a batch at a time. */
-export function organisationsWithClearToken(db: Db, limit: number) {
+export function organisationsWithClearToken(db: Executor, limit: number) {
   return db
     .selectFrom('organisations')
     .select(['id', 'token'])
@@ -160,7 +147,7 @@ export function organisationsWithClearToken(db: Db, limit: number) {
 }
 
 /** Stores each sealed token and clears the token in clear (only where it is still there). */
-export async function sealOrganisationTokens(db: Db, rows: { id: number; tokenEnc: string }[]): Promise<number> {
+export async function sealOrganisationTokens(db: Executor, rows: { id: number; tokenEnc: string }[]): Promise<number> {
   if (rows.length === 0) return 0;
   const { numAffectedRows } = await sql`
     UPDATE organisations AS o SET token_enc = v.enc, token = NULL

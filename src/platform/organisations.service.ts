@@ -1,13 +1,21 @@
 // Reading the organisations assigned to the caller (dashboard and
-// integrators), and changing their trust settings.
+// integrators), changing their trust settings, and resolving an organisation
+// token (the analytics host).
+import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { forbidden, requireOrganisation } from './access.ts';
 import { changeSettings, rotateSecret, trustSettings } from './organisation-settings.service.ts';
-import { findMemberOrganisation, findOrganisationByDomainKey, listMemberOrganisations, type OrganisationRow } from './organisations.repository.ts';
+import {
+  findMemberOrganisation,
+  findOrganisationByDomainKey,
+  findOrganisationByTokenHash,
+  listMemberOrganisations,
+  type OrganisationRow,
+} from './organisations.repository.ts';
 import { domainKey } from './normalise.ts';
-import { organisationToken } from './registration.service.ts';
+import { organisationToken, organisationTokenHash } from './registration.service.ts';
 import { organisationView } from './users.service.ts';
 
 type OrganisationDetail = Schemas['OrganisationDetail'];
@@ -70,4 +78,17 @@ export async function readOrganisationToken(
   const key = domainKey(domain);
   const row = key ? await findOrganisationByDomainKey(deps.db, key) : undefined;
   return row && { id: row.id, token: organisationToken(deps.cipher, row) };
+}
+
+/**
+ * The id of the active organisation holding `token`, or undefined. The lookup
+ * is by the indexed sha256 of the token; the stored hash is then compared
+ * with the computed one in constant time.
+ */
+export async function resolveOrgToken(db: Deps['db'], token: string): Promise<number | undefined> {
+  const hash = organisationTokenHash(token);
+  const org = await findOrganisationByTokenHash(db, hash);
+  if (!org || org.token_hash.length !== hash.length) return undefined;
+  if (!timingSafeEqual(org.token_hash, hash)) return undefined;
+  return org.is_active ? org.id : undefined;
 }

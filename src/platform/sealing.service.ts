@@ -1,4 +1,4 @@
-// Secrets at rest (issue 12): what older versions kept in clear in the
+// Secrets at rest: what older versions kept in clear in the
 // database is sealed with the secret key (deps.cipher, the same AES-256-GCM
 // key as integration secrets) and the clear copy removed. Migrations cannot
 // see that key, so this runs at every start after migrating (serve, dispatch

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Database } from '../db/database.ts';
 import { getSetting, insertSettingIfAbsent } from './settings.repository.ts';
 
-/** The settings key of the sealed JWT key (`jwt_secret` held it in clear before issue 12). */
+/** The settings key of the sealed JWT key (`jwt_secret` held it in clear in older versions). */
 export const JWT_KEY_SETTING = 'jwt_secret_enc';
 export const CLEAR_JWT_KEY_SETTING = 'jwt_secret';
 

@@ -1,10 +1,8 @@
 // users: platform accounts, client users and analytics-host registrations share
 // one table and one email space (email_key is the normalised email).
-import { type Transaction, sql } from 'kysely';
-import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
+import { sql } from 'kysely';
+import { type Executor } from '../db/tenancy.ts';
 
-type Db = Database | Transaction<DB>;
 
 export const USER_COLUMNS = [
   'id',
@@ -17,7 +15,7 @@ export const USER_COLUMNS = [
   'is_superuser',
 ] as const;
 
-export function findByEmailKey(db: Db, emailKey: string) {
+export function findByEmailKey(db: Executor, emailKey: string) {
   return db
     .selectFrom('users')
     .select([...USER_COLUMNS, 'password_hash', 'platform_name', 'session_version'])
@@ -35,7 +33,7 @@ export interface NewUser {
 }
 
 /** Inserts a user; undefined when the email is taken (also under a concurrent insert). */
-export async function insertUser(db: Db, u: NewUser) {
+export async function insertUser(db: Executor, u: NewUser) {
   return db
     .insertInto('users')
     .values({
@@ -55,7 +53,7 @@ export async function insertUser(db: Db, u: NewUser) {
  * A new password: stores its hash and increments the session version, which
  * revokes every bearer token issued before. Returns the new version.
  */
-export async function changePassword(db: Db, userId: number, passwordHash: string): Promise<number | undefined> {
+export async function changePassword(db: Executor, userId: number, passwordHash: string): Promise<number | undefined> {
   const row = await db
     .updateTable('users')
     .set({ password_hash: passwordHash, session_version: sql<number>`session_version + 1`, modified_at: sql<Date>`now()` })
@@ -70,7 +68,7 @@ export async function changePassword(db: Db, userId: number, passwordHash: strin
  * only if the stored hash is still `previous` (a concurrent password change
  * wins), and without touching the session version.
  */
-export async function upgradePasswordHash(db: Db, userId: number, previous: string, passwordHash: string): Promise<boolean> {
+export async function upgradePasswordHash(db: Executor, userId: number, previous: string, passwordHash: string): Promise<boolean> {
   const r = await db
     .updateTable('users')
     .set({ password_hash: passwordHash })
@@ -78,4 +76,9 @@ export async function upgradePasswordHash(db: Db, userId: number, previous: stri
     .where('password_hash', '=', previous)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
+}
+
+/** What checking a bearer token needs of its user. */
+export function findSessionUser(db: Executor, id: number) {
+  return db.selectFrom('users').select(['id', 'platform_name', 'is_active', 'session_version']).where('id', '=', id).executeTakeFirst();
 }

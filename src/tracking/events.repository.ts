@@ -3,6 +3,7 @@
 import { type Transaction, sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
+import { orgScoped } from '../db/tenancy.ts';
 
 export interface NewEvent {
   orgId: number;
@@ -45,10 +46,9 @@ export interface EventQuery {
 }
 
 export async function listEvents(db: Database, q: EventQuery) {
-  let query = db
+  let query = orgScoped(db, q.orgId)
     .selectFrom('events')
-    .select(['id', 'name', 'core_id', 'roaming_id', 'corex_id', 'received_at', 'body'])
-    .where('org_id', '=', q.orgId);
+    .select(['id', 'name', 'core_id', 'roaming_id', 'corex_id', 'received_at', 'body']);
   if (q.coreId !== undefined) query = query.where('core_id', '=', q.coreId);
   if (q.name !== undefined) query = query.where('name', '=', q.name);
   if (q.after) {

@@ -15,7 +15,7 @@ let validator: ValidateFunction | undefined;
 function validate(): ValidateFunction {
   if (!validator) {
     const ajv = createAjv();
-    ajv.addSchema(contractDocument() as object, 'contract');
+    ajv.addSchema(contractDocument(), 'contract');
     validator = ajv.compile({ $ref: 'contract#/components/schemas/IdentifyPayload' });
   }
   return validator;

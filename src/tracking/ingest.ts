@@ -4,9 +4,11 @@
 // commits. A batch that fails is retried item by item, so one bad item fails
 // only itself.
 import client from 'prom-client';
-import type { Deps } from '../deps.ts';
+import type { Database } from '../db/database.ts';
+import type { Metrics } from '../http/metrics.ts';
+import type { Logger } from '../log.ts';
 import { isUnavailable } from '../http/errors.ts';
-import { processBatch } from './batch.service.ts';
+import { type BatchDeps, processBatch } from './batch.service.ts';
 import { maintainEventPartitions } from './partitions.ts';
 import type { IngestItem } from './ingest.types.ts';
 
@@ -37,7 +39,14 @@ function retryable(err: unknown): boolean {
   return RETRYABLE.has((err as { code?: string }).code ?? '');
 }
 
-export function createIngestor(deps: Deps, opts: IngestOptions = {}): Ingestor {
+/** What the ingest path needs: built before (and without) the Deps it becomes part of. */
+export interface IngestDeps extends BatchDeps {
+  db: Database;
+  log: Logger;
+  metrics: Metrics;
+}
+
+export function createIngestor(deps: IngestDeps, opts: IngestOptions = {}): Ingestor {
   const maxBatch = opts.maxBatch ?? 256;
   const maxConcurrent = opts.maxConcurrent ?? 2;
   const queue: Pending[] = [];

@@ -2,11 +2,10 @@
 // insert never finds no partition) and, with EVENT_RETENTION_DAYS, partitions
 // wholly older than the retention window dropped. Runs at start and hourly in
 // every serve process; an advisory lock makes concurrent runs take turns.
-import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { Logger } from '../log.ts';
+import { dropEventPartitions, ensureEventPartitions, lockPartitionMaintenance } from './partitions.repository.ts';
 
-const LOCK = 0x7477_6576; // 'twev'
 const MONTHS_AHEAD = 2;
 
 export interface MaintenanceResult {
@@ -16,15 +15,14 @@ export interface MaintenanceResult {
 
 export async function maintainEventPartitions(db: Database, retentionDays: number | undefined): Promise<MaintenanceResult> {
   return db.transaction().execute(async (tx) => {
-    await sql`SELECT pg_advisory_xact_lock(${LOCK})`.execute(tx);
-    const made = await sql<{ made: number }>`SELECT trackway_ensure_event_partitions(${MONTHS_AHEAD}) AS made`.execute(tx);
+    await lockPartitionMaintenance(tx);
+    const created = await ensureEventPartitions(tx, MONTHS_AHEAD);
     let dropped: string[] = [];
     if (retentionDays !== undefined) {
       const keepAfter = new Date(Date.now() - retentionDays * 86_400_000);
-      const r = await sql<{ name: string }>`SELECT trackway_drop_event_partitions(${keepAfter}) AS name`.execute(tx);
-      dropped = r.rows.map((row) => row.name);
+      dropped = await dropEventPartitions(tx, keepAfter);
     }
-    return { created: made.rows[0]?.made ?? 0, dropped };
+    return { created, dropped };
   });
 }
 

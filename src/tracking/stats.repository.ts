@@ -1,12 +1,10 @@
-// Activity counts of one organisation for getOrganisationStats: Kysely only,
-// each query a range on an index that starts with org_id, so the work grows
-// with the window's activity, not with the tables:
-// - events: the primary key (org_id, received_at, id), with a received_at
-//   range so only the monthly partitions of the window are read;
-// - visitors: visitors_last_seen (org_id, last_seen DESC, core_id);
-// - contacts: visitor_contacts_linked (org_id, linked_at, contact_id).
+// Event counts of one organisation for getOrganisationStats (visitors and
+// contacts are identity's: identity/visitors.service.ts). Kysely only, a range
+// on the primary key (org_id, received_at, id), with a received_at range so
+// only the monthly partitions of the window are read.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
+import { orgScoped } from '../db/tenancy.ts';
 
 export interface HourBucket {
   hour: Date;
@@ -21,45 +19,16 @@ export interface HourBucket {
  * `recent` counts the ones at or after `recentSince` (the short window).
  */
 export async function eventsPerHour(db: Database, orgId: number, since: Date, recentSince: Date, until: Date): Promise<HourBucket[]> {
-  const rows = await db
+  const rows = await orgScoped(db, orgId)
     .selectFrom('events')
     .select([
       sql<Date>`date_trunc('hour', received_at, 'UTC')`.as('hour'),
       sql<string>`count(*)`.as('count'),
       sql<string>`count(*) FILTER (WHERE received_at >= ${recentSince})`.as('recent'),
     ])
-    .where('org_id', '=', orgId)
     .where('received_at', '>=', since)
     .where('received_at', '<=', until)
     .groupBy(sql`1`)
     .execute();
   return rows.map((r) => ({ hour: r.hour, count: Number(r.count), recent: Number(r.recent) }));
-}
-
-/** Visitors last seen since `since`, and of those, since `recentSince`. */
-export async function visitorsSeen(db: Database, orgId: number, since: Date, recentSince: Date) {
-  const row = await db
-    .selectFrom('visitors')
-    .select([
-      sql<string>`count(*)`.as('total'),
-      sql<string>`count(*) FILTER (WHERE last_seen >= ${recentSince})`.as('recent'),
-    ])
-    .where('org_id', '=', orgId)
-    .where('last_seen', '>=', since)
-    .executeTakeFirstOrThrow();
-  return { total: Number(row.total), recent: Number(row.recent) };
-}
-
-/** Distinct contacts linked to a visitor since `since`, and of those, since `recentSince`. */
-export async function contactsLinked(db: Database, orgId: number, since: Date, recentSince: Date) {
-  const row = await db
-    .selectFrom('visitor_contacts')
-    .select([
-      sql<string>`count(DISTINCT contact_id)`.as('total'),
-      sql<string>`count(DISTINCT contact_id) FILTER (WHERE linked_at >= ${recentSince})`.as('recent'),
-    ])
-    .where('org_id', '=', orgId)
-    .where('linked_at', '>=', since)
-    .executeTakeFirstOrThrow();
-  return { total: Number(row.total), recent: Number(row.recent) };
 }

@@ -4,7 +4,8 @@
 import type { Deps } from '../deps.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { requireOrganisation } from '../platform/access.ts';
-import { contactsLinked, eventsPerHour, visitorsSeen } from './stats.repository.ts';
+import { visitorActivity } from '../identity/visitors.service.ts';
+import { eventsPerHour } from './stats.repository.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -18,10 +19,9 @@ export async function organisationStats(
   await requireOrganisation(deps.db, principal, orgId);
   const dayAgo = new Date(now.getTime() - DAY);
   const weekAgo = new Date(now.getTime() - 7 * DAY);
-  const [buckets, visitors, contacts] = await Promise.all([
+  const [buckets, { visitors, contacts }] = await Promise.all([
     eventsPerHour(deps.db, orgId, weekAgo, dayAgo, now),
-    visitorsSeen(deps.db, orgId, weekAgo, dayAgo),
-    contactsLinked(deps.db, orgId, weekAgo, dayAgo),
+    visitorActivity(deps, orgId, weekAgo, dayAgo),
   ]);
   const byHour = new Map(buckets.map((b) => [b.hour.getTime(), b.count]));
   const firstHour = Math.floor(now.getTime() / HOUR) * HOUR - 23 * HOUR;

@@ -1,11 +1,10 @@
 // SQL of the outbox backlog bound (backlog.ts): pending deliveries counted
 // per live integration, stopping at the bound, and the table of integrations
 // at the bound that the outbox insert reads (outbox.repository.ts).
-import { type Transaction, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
-
-type Tx = Transaction<DB>;
+import type { Executor, Tx } from '../db/tenancy.ts';
+import { activeIntegrationKeys } from '../platform/integrations.repository.ts';
 
 export interface Backlog {
   org_id: number;
@@ -27,15 +26,15 @@ export async function tryLockLimits(tx: Tx): Promise<boolean> {
  * (one probe of the partial index deliveries_pending_integration per
  * integration, never more than `bound` entries read for one).
  */
-export async function countBacklogs(db: Database | Tx, bound: number): Promise<Backlog[]> {
+export async function countBacklogs(db: Executor, bound: number): Promise<Backlog[]> {
   const { rows } = await sql<Backlog>`
     SELECT i.org_id, i.id AS integration_id, c.n AS pending
-    FROM integrations i
+    FROM ${activeIntegrationKeys(db)} AS i
     CROSS JOIN LATERAL (
       SELECT count(*)::int AS n
       FROM (SELECT 1 FROM deliveries d WHERE d.integration_id = i.id AND d.status = 'pending' LIMIT ${bound}) x
     ) c
-    WHERE i.active AND i.deleted_at IS NULL AND c.n > 0
+    WHERE c.n > 0
     ORDER BY i.org_id, i.id
   `.execute(db);
   return rows;
@@ -73,7 +72,7 @@ export async function replaceLimits(
 }
 
 /** The integrations currently at the bound (as the last check left them). */
-export function listLimits(db: Database | Tx): Promise<Backlog[]> {
+export function listLimits(db: Executor): Promise<Backlog[]> {
   return db.selectFrom('webhook_backlog_limits').select(['org_id', 'integration_id', 'pending']).orderBy('org_id').orderBy('integration_id').execute();
 }
 

@@ -85,7 +85,7 @@ export function startBacklogMonitor(deps: Pick<Deps, 'db' | 'config' | 'log' | '
   if (bound === undefined) {
     // turned off: whatever an earlier configuration limited is released
     clearLimits(db).catch((err: unknown) => log.warn({ err }, 'could not clear the webhook backlog limits'));
-    return { check: async () => ({ limited: [], maxPending: 0 }), stop() {} };
+    return { check: () => Promise.resolve({ limited: [], maxPending: 0 }), stop() {} };
   }
 
   async function count(): Promise<BacklogStatus> {

@@ -1,11 +1,10 @@
 // Deliveries as the platform API reads them: Kysely only. Every query is
 // scoped to one organisation, or to the organisations assigned to the caller.
 import { type Transaction, sql } from 'kysely';
-import type { Database } from '../db/database.ts';
 import type { DB, DeliveryStatus } from '../db/schema.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
+import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
 
-type Db = Database | Transaction<DB>;
 
 const DELIVERY_COLUMNS = [
   'deliveries.org_id',
@@ -47,58 +46,41 @@ export interface AttemptRow {
   response_excerpt: string | null;
 }
 
-function orgScoped(db: Db, orgId: number) {
-  return db.selectFrom('deliveries').where('deliveries.org_id', '=', orgId);
-}
 
 /** Deliveries of the organisation, newest first, below `beforeId` when given. */
 export function listDeliveries(
-  db: Db,
+  db: Executor,
   orgId: number,
   opts: { status?: DeliveryStatus; integrationId?: number; beforeId?: number; limit: number },
 ): Promise<DeliveryRow[]> {
-  let q = orgScoped(db, orgId).select(DELIVERY_COLUMNS);
+  let q = orgScoped(db, orgId).selectFrom('deliveries').select(DELIVERY_COLUMNS);
   if (opts.status !== undefined) q = q.where('deliveries.status', '=', opts.status);
   if (opts.integrationId !== undefined) q = q.where('deliveries.integration_id', '=', opts.integrationId);
   if (opts.beforeId !== undefined) q = q.where('deliveries.id', '<', opts.beforeId);
-  return q.orderBy('deliveries.id', 'desc').limit(opts.limit).execute() as Promise<DeliveryRow[]>;
+  return q.orderBy('deliveries.id', 'desc').limit(opts.limit).execute();
 }
 
 /** A delivery of any organisation assigned to the user, locked for update inside a transaction when asked. */
-export function findMemberDelivery(db: Db, userId: number, id: number, opts: { lock?: boolean } = {}) {
+export function findMemberDelivery(db: Executor, userId: number, id: number, opts: { lock?: boolean } = {}) {
   let q = db
     .selectFrom('deliveries')
     .select(DELIVERY_COLUMNS)
     .where('deliveries.id', '=', id)
-    .where('deliveries.org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId));
+    .where('deliveries.org_id', 'in', memberOrganisations(db, userId));
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<DeliveryRow | undefined>;
 }
 
 /** Attempts of these deliveries of the organisation, in the order they were made. */
-export function attemptsOf(db: Db, orgId: number, deliveryIds: number[]): Promise<AttemptRow[]> {
+export function attemptsOf(db: Executor, orgId: number, deliveryIds: number[]): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return Promise.resolve([]);
-  return db
+  return orgScoped(db, orgId)
     .selectFrom('delivery_attempts')
     .select(['delivery_id', 'n', 'attempted_at', 'status_code', 'duration_ms', 'error', 'response_excerpt'])
-    .where('org_id', '=', orgId)
     .where('delivery_id', 'in', deliveryIds)
     .orderBy('delivery_id')
     .orderBy('n')
     .execute();
-}
-
-/** Whether the integration is active and not deleted. */
-export async function integrationIsLive(db: Db, orgId: number, integrationId: number): Promise<boolean> {
-  const row = await db
-    .selectFrom('integrations')
-    .select('id')
-    .where('org_id', '=', orgId)
-    .where('id', '=', integrationId)
-    .where('active', '=', true)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return row !== undefined;
 }
 
 /**
@@ -107,7 +89,7 @@ export async function integrationIsLive(db: Db, orgId: number, integrationId: nu
  * once the transaction commits.
  */
 export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: number): Promise<DeliveryRow | undefined> {
-  const row = (await tx
+  const row = (await orgScoped(tx, orgId)
     .updateTable('deliveries')
     .set((eb) => ({
       status: 'pending',
@@ -115,32 +97,10 @@ export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: nu
       schedule_start: eb.ref('attempts_count'),
       delivered_at: null,
     }))
-    .where('org_id', '=', orgId)
     .where('id', '=', id)
     .where('status', 'in', ['failed', 'cancelled'])
     .returning(DELIVERY_COLUMNS)
-    .executeTakeFirst()) as DeliveryRow | undefined;
+    .executeTakeFirst());
   if (row) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
   return row;
-}
-
-export interface TestTargetRow {
-  id: number;
-  org_id: number;
-  endpoint: string;
-  auth_token_enc: string | null;
-  signing_secret_enc: string;
-  http_timeout: number;
-  modified_at: Date;
-}
-
-/** A live (not deleted) integration of any organisation assigned to the user. */
-export function findMemberIntegrationTarget(db: Db, userId: number, id: number): Promise<TestTargetRow | undefined> {
-  return db
-    .selectFrom('integrations')
-    .select(['id', 'org_id', 'endpoint', 'auth_token_enc', 'signing_secret_enc', 'http_timeout', 'modified_at'])
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .where('org_id', 'in', db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId))
-    .executeTakeFirst() as Promise<TestTargetRow | undefined>;
 }

@@ -12,10 +12,10 @@ import {
   type DeliveryRow,
   attemptsOf,
   findMemberDelivery,
-  integrationIsLive,
   listDeliveries as listRows,
   requeueDelivery,
 } from './deliveries.repository.ts';
+import { integrationIsLive } from '../platform/integrations.repository.ts';
 
 export type Delivery = Schemas['Delivery'];
 
@@ -118,7 +118,7 @@ export async function retryDelivery(deps: Pick<Deps, 'db'>, principal: Principal
     const requeued = await requeueDelivery(tx, row.org_id, row.id);
     if (!requeued) throw notFound();
     // answered as committed, before any dispatcher can pick it up
-    const [delivery] = await withAttempts({ db: tx as never }, row.org_id, [requeued]);
+    const [delivery] = await withAttempts({ db: tx }, row.org_id, [requeued]);
     return delivery!;
   });
 }

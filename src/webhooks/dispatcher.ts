@@ -57,13 +57,12 @@ class Signal {
       return Promise.resolve();
     }
     return new Promise((res) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        self.resolve = undefined;
+        this.resolve = undefined;
         res();
-      }
+      };
+      const timer = setTimeout(done, ms);
       this.resolve = done;
     });
   }

@@ -7,8 +7,8 @@ import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
 import type { HealthRow } from './circuit-breaker.ts';
+import { orgScoped, type Executor } from '../db/tenancy.ts';
 
-type Db = Database | Transaction<DB>;
 
 const HEALTH_COLUMNS = [
   'org_id',
@@ -22,25 +22,23 @@ const HEALTH_COLUMNS = [
   'disabled_reason',
 ] as const;
 
-function orgScoped(db: Db, orgId: number) {
-  return db.selectFrom('webhook_endpoint_health').where('org_id', '=', orgId);
-}
 
 /** The health rows of some integrations of one organisation (a missing one is healthy). */
-export async function readEndpointHealth(db: Db, orgId: number, integrationIds: number[]): Promise<Map<number, HealthRow>> {
+export async function readEndpointHealth(db: Executor, orgId: number, integrationIds: number[]): Promise<Map<number, HealthRow>> {
   if (integrationIds.length === 0) return new Map();
-  const rows = await orgScoped(db, orgId).select(HEALTH_COLUMNS).where('integration_id', 'in', integrationIds).execute();
+  const rows = await orgScoped(db, orgId).selectFrom('webhook_endpoint_health').select(HEALTH_COLUMNS).where('integration_id', 'in', integrationIds).execute();
   return new Map(rows.map((r) => [r.integration_id, r]));
 }
 
 /** Forgets an endpoint's failures, pause and disabling (re-activation, a new endpoint, deletion). */
 export async function clearEndpointHealth(tx: Transaction<DB>, orgId: number, integrationId: number): Promise<void> {
-  await tx.deleteFrom('webhook_endpoint_health').where('org_id', '=', orgId).where('integration_id', '=', integrationId).execute();
+  await orgScoped(tx, orgId).deleteFrom('webhook_endpoint_health').where('integration_id', '=', integrationId).execute();
 }
 
 /** The endpoint's row if it has failed every attempt for at least `disableAfterMs` and is not disabled yet. */
 export function findDisableDue(tx: Transaction<DB>, orgId: number, integrationId: number, disableAfterMs: number) {
   return orgScoped(tx, orgId)
+    .selectFrom('webhook_endpoint_health')
     .select(HEALTH_COLUMNS)
     .where('integration_id', '=', integrationId)
     .where('disabled_at', 'is', null)
@@ -56,10 +54,9 @@ export async function markDisabled(
   reason: string,
   disableAfterMs: number,
 ): Promise<boolean> {
-  const r = await tx
+  const r = await orgScoped(tx, orgId)
     .updateTable('webhook_endpoint_health')
     .set({ disabled_at: sql<Date>`now()`, disabled_reason: reason, opened_count: 0, paused_until: null, updated_at: sql<Date>`now()` })
-    .where('org_id', '=', orgId)
     .where('integration_id', '=', integrationId)
     .where('disabled_at', 'is', null)
     .where('failing_since', '<=', sql<Date>`now() - ${disableAfterMs}::bigint * interval '1 millisecond'`)

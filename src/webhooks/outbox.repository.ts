@@ -7,6 +7,7 @@
 import { type Transaction, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
+import { orgScoped } from '../db/tenancy.ts';
 
 export const DELIVERIES_CHANNEL = 'trackway_deliveries';
 export const BACKLOG_ERROR = 'backlog limit reached';
@@ -40,10 +41,9 @@ export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]
 
 /** Deactivating or deleting an integration stops what it has not yet delivered. */
 export async function cancelPendingDeliveries(tx: Transaction<DB>, orgId: number, integrationId: number): Promise<number> {
-  const r = await tx
+  const r = await orgScoped(tx, orgId)
     .updateTable('deliveries')
     .set({ status: 'cancelled', next_attempt_at: null, last_error: 'integration deactivated or deleted' })
-    .where('org_id', '=', orgId)
     .where('integration_id', '=', integrationId)
     .where('status', '=', 'pending')
     .executeTakeFirst();

@@ -12,7 +12,7 @@ import { ORGANISATIONS_CHANNEL } from '../platform/organisation-settings.reposit
 import { INTEGRATIONS_CHANNEL } from './targets.ts';
 
 /** where another process counts the backlog */
-const idleBacklogMonitor: BacklogMonitor = { check: async () => ({ limited: [], maxPending: 0 }), stop() {} };
+const idleBacklogMonitor: BacklogMonitor = { check: () => Promise.resolve({ limited: [], maxPending: 0 }), stop() {} };
 
 export interface WebhookRuntime {
   notifications: Notifications;

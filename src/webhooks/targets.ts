@@ -4,11 +4,10 @@
 // invalidates its entry (in this process directly, in others through the
 // `trackway_integrations` NOTIFY channel), and entries expire after a few
 // seconds as a fallback.
-import { type Transaction, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import type { DB } from '../db/schema.ts';
+import { listActiveTargets } from '../platform/integrations.repository.ts';
 
-export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
+export { announceIntegrationChange, INTEGRATIONS_CHANNEL } from './targets.repository.ts';
 
 export interface Target {
   id: number;
@@ -30,15 +29,7 @@ export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
       const hit = entries.get(orgId);
       const now = Date.now();
       if (hit && now - hit.at < ttlMs) return hit.targets;
-      const targets = db
-        .selectFrom('integrations')
-        .select(['id', 'do_events', 'do_contacts'])
-        .where('org_id', '=', orgId)
-        .where('active', '=', true)
-        .where('deleted_at', 'is', null)
-        .orderBy('id')
-        .execute()
-        .then((rows) => rows.map((r) => ({ id: r.id, doEvents: r.do_events, doContacts: r.do_contacts })));
+      const targets = listActiveTargets(db, orgId).then((rows) => rows.map((r) => ({ id: r.id, doEvents: r.do_events, doContacts: r.do_contacts })));
       entries.set(orgId, { at: now, targets });
       targets.catch(() => entries.delete(orgId));
       return targets;
@@ -50,9 +41,4 @@ export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
       entries.clear();
     },
   };
-}
-
-/** Tells every process (after commit) that this organisation's integrations changed. */
-export async function announceIntegrationChange(tx: Transaction<DB>, orgId: number): Promise<void> {
-  await sql`SELECT pg_notify(${INTEGRATIONS_CHANNEL}, ${String(orgId)})`.execute(tx);
 }

@@ -8,6 +8,7 @@ import { createRateLimiter } from '../../src/http/rate-limit.ts';
 import { uniqueIp } from '../platform/helpers.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { REGISTRATION_TOKEN, register, registration } from './helpers.ts';
+import { expectLimited as limited } from '../support/expect.ts';
 
 function clock(start = 1_000_000) {
   const c = { t: start, now: () => c.t };
@@ -85,12 +86,7 @@ describe('rate limiter (src/http/rate-limit.ts)', () => {
   });
 });
 
-function expectLimited(r: { status: number; body: any; headers: Headers }, windowSeconds: number) {
-  expect(r.status).to.equal(429);
-  expect(r.body.status).to.equal('error');
-  expect(r.body.message).to.be.a('string').and.not.empty;
-  expect(Number(r.headers.get('retry-after'))).to.be.within(1, windowSeconds);
-}
+const expectLimited = (r: Parameters<typeof limited>[0], windowSeconds: number) => limited(r, { status: 'error' }, { windowSeconds, message: 'text' });
 
 describe('analytics registration rate limit (REGISTRATION_RATE_LIMIT=2/1m)', () => {
   let srv: TestServer;

@@ -9,17 +9,11 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
 import { REGISTRATION_TOKEN, learn, organisationOf, register, registration } from './helpers.ts';
 import { errorBody } from '../support/client.ts';
+import { expectInvalid } from '../support/expect.ts';
 
 const SUCCESS = { status: 'success', message: 'Registration successful' };
 const ORG_EXISTS = { status: 'error', message: 'Org already exists' };
 const alreadyRegistered = (email: string) => ({ status: 'error', message: `${email} already registered! Please sign in to continue.` });
-
-function expectInvalid(r: { status: number; body: any }, what: string) {
-  expect(r.status, what).to.equal(400);
-  expect(r.body.status, what).to.equal('failed');
-  expect(r.body.code, what).to.equal(5100);
-  expect(r.body.reason, what).to.be.a('string').and.not.empty;
-}
 
 describe('analytics registration (interface 4.8)', () => {
   let srv: TestServer;
@@ -146,10 +140,18 @@ describe('analytics registration (interface 4.8)', () => {
     it('makes the platform API refuse an email (409/4009) or a domain (409/40010) registered here', async () => {
       const body = registration();
       expect((await register(srv, body)).status).to.equal(200);
-      const byEmail = await srv.api.post('/v1/rest/acme/users/register', { email: body.email.toUpperCase(), domain: `${unique('p')}.shop.example` }, { token: acme.token });
+      const byEmail = await srv.api.post(
+        '/v1/rest/acme/users/register',
+        { email: body.email.toUpperCase(), domain: `${unique('p')}.shop.example` },
+        { token: acme.token },
+      );
       expect(byEmail.status).to.equal(409);
       expect(errorBody(byEmail)).to.deep.equal({ code: 4009, message: 'Email Already exists' });
-      const byDomain = await srv.api.post('/v1/rest/acme/users/register', { email: `${unique('p')}@merchant.example`, domain: body.domain }, { token: acme.token });
+      const byDomain = await srv.api.post(
+        '/v1/rest/acme/users/register',
+        { email: `${unique('p')}@merchant.example`, domain: body.domain },
+        { token: acme.token },
+      );
       expect(byDomain.status).to.equal(409);
       expect(errorBody(byDomain)).to.deep.equal({ code: 40010, message: 'Organisation Exists. Cannot assign existing Organisations.' });
     });
@@ -157,7 +159,11 @@ describe('analytics registration (interface 4.8)', () => {
     it('does not let an analytics registration log in to the platform API', async () => {
       const body = registration();
       expect((await register(srv, body)).status).to.equal(200);
-      const r = await srv.api.post('/v1/rest/acme/users/login', { email: body.email, password: body.password }, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+      const r = await srv.api.post(
+        '/v1/rest/acme/users/login',
+        { email: body.email, password: body.password },
+        { headers: { 'x-forwarded-for': '203.0.113.9' } },
+      );
       expect(r.status).to.equal(401);
       expect(r.body.code).to.equal(4011);
     });
@@ -184,7 +190,7 @@ describe('analytics registration (interface 4.8)', () => {
       expect(users.filter(Boolean)).to.have.length(1);
     });
 
-    it('lets one of an analytics and a platform registration of one email win, the other gets its own area\'s answer', async () => {
+    it("lets one of an analytics and a platform registration of one email win, the other gets its own area's answer", async () => {
       const email = `${unique('race')}@owner.example`;
       const [a, p] = await Promise.all([
         register(srv, registration({ email })),
@@ -199,7 +205,15 @@ describe('analytics registration (interface 4.8)', () => {
   describe('registration token', () => {
     it('answers a missing, empty or wrong token with 401 {status: error, message} and creates nothing', async () => {
       const body = registration();
-      const tokens: (string | null)[] = [null, '', 'wrong', `${REGISTRATION_TOKEN}x`, REGISTRATION_TOKEN.slice(0, -1), REGISTRATION_TOKEN.toUpperCase(), ` ${REGISTRATION_TOKEN}`];
+      const tokens: (string | null)[] = [
+        null,
+        '',
+        'wrong',
+        `${REGISTRATION_TOKEN}x`,
+        REGISTRATION_TOKEN.slice(0, -1),
+        REGISTRATION_TOKEN.toUpperCase(),
+        ` ${REGISTRATION_TOKEN}`,
+      ];
       for (const token of tokens) {
         const r = await register(srv, body, { token });
         expect(r.status, String(token)).to.equal(401);
@@ -214,7 +228,9 @@ describe('analytics registration (interface 4.8)', () => {
 
     it('takes the token from the query only, not from a header or the body', async () => {
       const body = registration();
-      const r = await srv.api.post('/api/v1/register', body, { headers: { authorization: `Bearer ${REGISTRATION_TOKEN}`, 'x-forwarded-for': '203.0.113.10' } });
+      const r = await srv.api.post('/api/v1/register', body, {
+        headers: { authorization: `Bearer ${REGISTRATION_TOKEN}`, 'x-forwarded-for': '203.0.113.10' },
+      });
       expect(r.status).to.equal(401);
       const withField = await register(srv, { ...body, token: REGISTRATION_TOKEN }, { token: null });
       expectInvalid(withField, 'token in the body');
@@ -264,7 +280,12 @@ describe('analytics registration (interface 4.8)', () => {
     });
 
     it('refuses text PostgreSQL cannot store with 5100, never 500', async () => {
-      for (const over of [{ first_name: 'Ma\u0000ria' }, { entity: 'Bake\u0000ry' }, { domain: `${unique('nul')}.exa\u0000mple` }, { entity: 'lone \ud800' }]) {
+      for (const over of [
+        { first_name: 'Ma\u0000ria' },
+        { entity: 'Bake\u0000ry' },
+        { domain: `${unique('nul')}.exa\u0000mple` },
+        { entity: 'lone \ud800' },
+      ]) {
         const body = registration(over);
         const r = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`, {
           raw: JSON.stringify(body),
@@ -279,7 +300,10 @@ describe('analytics registration (interface 4.8)', () => {
       const none = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`);
       expectInvalid(none, 'no body');
       for (const raw of ['', '{bad', '[]', '"x"']) {
-        const r = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`, { raw, headers: { 'content-type': 'application/json' } });
+        const r = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`, {
+          raw,
+          headers: { 'content-type': 'application/json' },
+        });
         expectInvalid(r, `raw ${raw}`);
       }
       const form = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`, {

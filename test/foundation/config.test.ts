@@ -9,7 +9,7 @@ describe('config', () => {
     expect(c.publicUrl).to.equal('http://localhost:8080');
     expect(c.jwtTtlSeconds).to.equal(86_400);
     expect(c.webhookRetrySchedule).to.deep.equal([5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
-    // issue 12: tracking limits are on by default (README "Security" sizes them)
+    // tracking limits are on by default (README "Security" sizes them)
     expect(c.trackingLimits).to.deep.equal({
       ip: { limit: 6000, windowMs: 60_000 },
       org: { limit: 60_000, windowMs: 60_000 },
@@ -54,7 +54,7 @@ describe('config', () => {
     expect(parseDuration('X', '250ms')).to.equal(250);
     expect(parseDuration('X', '2h')).to.equal(7_200_000);
     expect(parseDuration('X', '3')).to.equal(3000);
-    // TRACKING_RATE_LIMIT sets the per-address and per-organisation limits together (as before issue 12)
+    // TRACKING_RATE_LIMIT sets the per-address and per-organisation limits together (as in older versions)
     expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s' }).trackingLimits).to.deep.include({ ip: { limit: 100, windowMs: 1000 }, org: { limit: 100, windowMs: 1000 } });
     expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginRateLimit).to.equal(undefined);
     expect(loadConfig({ LOGIN_RATE_LIMIT: 'off' }).loginAddressRateLimit).to.equal(undefined);

@@ -37,9 +37,10 @@ describe('contract', () => {
       ['GET', '/v1/rest/acme/organisations/1/learn-events'],
       ['GET', '/jsv1/identify/1/r/c/eyJ9'],
       ['GET', '/jsv1/1/r/c/null/event/view'],
-      ...['view', 'updatecart', 'removefromcart', 'checkout', 'buy', 'productview', 'categoryview'].map(
-        (e): [string, string] => ['POST', `/jsv1/1/r/c/null/event/${e}`],
-      ),
+      ...['view', 'updatecart', 'removefromcart', 'checkout', 'buy', 'productview', 'categoryview'].map((e): [string, string] => [
+        'POST',
+        `/jsv1/1/r/c/null/event/${e}`,
+      ]),
       ['POST', '/rest/v1/learn/event'],
       ['POST', '/api/v1/register?token=x'],
     ];
@@ -80,7 +81,10 @@ describe('contract', () => {
     const other = await startTestServer({ PUBLIC_URL: 'https://trackway.shop-platform.example/' });
     try {
       const json = await other.api.get('/openapi.json', { unchecked: true });
-      expect(json.body.servers[0]).to.deep.equal({ url: 'https://trackway.shop-platform.example', description: 'This Trackway instance (every area)' });
+      expect(json.body.servers[0]).to.deep.equal({
+        url: 'https://trackway.shop-platform.example',
+        description: 'This Trackway instance (every area)',
+      });
       expect(json.body.servers.slice(1)).to.deep.equal(doc.servers);
     } finally {
       await other.stop();
@@ -89,7 +93,7 @@ describe('contract', () => {
 
   it('describes text/plain event bodies as JSON strings whose content is the application/json schema', () => {
     const ajv = createAjv();
-    ajv.addSchema(doc as object, 'contract');
+    ajv.addSchema(doc, 'contract');
     let seen = 0;
     for (const item of Object.values(doc.paths as Record<string, Record<string, any>>)) {
       for (const op of Object.values(item)) {

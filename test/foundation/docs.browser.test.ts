@@ -1,6 +1,6 @@
 // /docs (Swagger UI from the npm package, no CDN) renders the contract in
 // Chromium at desktop and phone widths; screenshots go to
-// test-artifacts/screenshots/. Since issue 12 the pages carry a
+// test-artifacts/screenshots/. The pages carry a
 // Content-Security-Policy: Swagger UI works under it with no violation.
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';

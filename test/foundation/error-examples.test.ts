@@ -38,12 +38,12 @@ function documentedErrorExamples(): Example[] {
   };
   for (const item of Object.values(doc.paths)) {
     for (const op of Object.values(item)) {
-      const responses = (op as Json).responses as Record<string, Json> | undefined;
+      const responses = op.responses as Record<string, Json> | undefined;
       for (const [status, response] of Object.entries(responses ?? {})) {
         if (!/^[45]\d\d$/.test(status)) continue;
         const ref = response.$ref as string | undefined;
         if (ref) statusOfComponent.set(ref.split('/').pop()!, Number(status));
-        else collect(`${(op as Json).operationId as string} ${status}`, Number(status), response);
+        else collect(`${op.operationId as string} ${status}`, Number(status), response);
       }
     }
   }
@@ -133,29 +133,37 @@ describe('documented error examples equal the server’s answers', function () {
   /** How to make the server give each documented example; the server-breaking ones run last. */
   const drivers: Record<string, () => Promise<Reply>> = {
     // platform
-    'PlatformBadRequest': () =>
+    PlatformBadRequest: () =>
       srv.api.post(`${p()}/integration`, webhookBody(orgId, { endpoint: 'hooks.example.com/trackway' }), { token: account.token }),
     'PlatformUnauthorized missingToken': () => srv.api.get(`${p()}/organisations`),
     'PlatformUnauthorized invalidToken': () => srv.api.get(`${p()}/organisations`, { token: 'abc' }),
-    'PlatformForbidden': () => srv.api.get(`${p()}/organisations/987654321`, { token: account.token }),
-    'PlatformNotFound': () => srv.api.get(`${p()}/integration/987654321`, { token: account.token }),
-    'PlatformPayloadTooLarge': () =>
-      srv.api.post(`${p()}/users/login`, undefined, { raw: JSON.stringify({ email: 'x'.repeat(1_100_000) }), headers: { 'content-type': 'application/json' } }),
-    'PlatformUnsupportedMediaType': () =>
+    PlatformForbidden: () => srv.api.get(`${p()}/organisations/987654321`, { token: account.token }),
+    PlatformNotFound: () => srv.api.get(`${p()}/integration/987654321`, { token: account.token }),
+    PlatformPayloadTooLarge: () =>
+      srv.api.post(`${p()}/users/login`, undefined, {
+        raw: JSON.stringify({ email: 'x'.repeat(1_100_000) }),
+        headers: { 'content-type': 'application/json' },
+      }),
+    PlatformUnsupportedMediaType: () =>
       srv.api.post(`${p()}/users/login`, undefined, { raw: 'email=a', headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
-    'PlatformRateLimited': async () => {
+    PlatformRateLimited: async () => {
       const body = { email: 'nobody@platform.example', password: 'wrong password' };
       await limited.api.post('/v1/rest/acme/users/login', body);
       return limited.api.post('/v1/rest/acme/users/login', body);
     },
-    'loginPlatformUser 401': () => srv.api.post(`${p()}/users/login`, { email: account.email, password: 'not the password' }, { headers: { 'x-forwarded-for': uniqueIp() } }),
+    'loginPlatformUser 401': () =>
+      srv.api.post(`${p()}/users/login`, { email: account.email, password: 'not the password' }, { headers: { 'x-forwarded-for': uniqueIp() } }),
     'registerClientUser 409 emailExists': async () => {
       const first = await newMerchant(srv, account);
       return srv.api.post(`${p()}/users/register`, { email: first.user.email, domain: `${unique('d')}.example` }, { token: account.token });
     },
     'registerClientUser 409 organisationExists': async () => {
       const first = await newMerchant(srv, account);
-      return srv.api.post(`${p()}/users/register`, { email: `${unique('e')}@merchant.example`, domain: first.organisation.domain }, { token: account.token });
+      return srv.api.post(
+        `${p()}/users/register`,
+        { email: `${unique('e')}@merchant.example`, domain: first.organisation.domain },
+        { token: account.token },
+      );
     },
     'retryDelivery 409': async () => {
       const o = (await newMerchant(srv, account)).organisation.id;
@@ -165,32 +173,46 @@ describe('documented error examples equal the server’s answers', function () {
       return srv.api.post(`${p()}/deliveries/${list.body.items[0].id}/retry`, undefined, { token: account.token });
     },
     // tracking
-    'TrackingBadRequest': () => event(orgId, 'productview')({ product_id: 'shirt', price: 10, product_url: 'https://shop.example/p' }),
-    'TrackingNotFound': () => event(987654321, 'view')({ page: 'https://shop.example/' }),
-    'TrackingPayloadTooLarge': () => srv.api.post(`/jsv1/${orgId}/r1/c1/null/event/view`, undefined, { raw: big(40_000), headers: { 'content-type': 'text/plain' } }),
-    'TrackingUnsupportedMediaType': () => srv.api.post(`/jsv1/${orgId}/r1/c1/null/event/view`, undefined, { raw: 'page=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
-    'TrackingRateLimited': async () => {
+    TrackingBadRequest: () => event(orgId, 'productview')({ product_id: 'shirt', price: 10, product_url: 'https://shop.example/p' }),
+    TrackingNotFound: () => event(987654321, 'view')({ page: 'https://shop.example/' }),
+    TrackingPayloadTooLarge: () =>
+      srv.api.post(`/jsv1/${orgId}/r1/c1/null/event/view`, undefined, { raw: big(40_000), headers: { 'content-type': 'text/plain' } }),
+    TrackingUnsupportedMediaType: () =>
+      srv.api.post(`/jsv1/${orgId}/r1/c1/null/event/view`, undefined, {
+        raw: 'page=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+    TrackingRateLimited: async () => {
       const o = (await newMerchant(limited, await newAccount(limited))).organisation.id;
       const send = event(o, 'view', limited);
       await send({ page: 'https://shop.example/' });
       return send({ page: 'https://shop.example/' });
     },
-    'TrackingOriginNotAllowed': async () => event(await settings({ enforce_origin: true }), 'view')({ page: 'https://shop.example/' }, { origin: 'https://phish.attacker.example' }),
+    TrackingOriginNotAllowed: async () =>
+      event(await settings({ enforce_origin: true }), 'view')({ page: 'https://shop.example/' }, { origin: 'https://phish.attacker.example' }),
     'identifyVisitor 400 invalidPayload': () => identify(orgId, b64url({ email: 'jane.doe@' })),
     'identifyVisitor 400 notBase64': () => identify(orgId, '@@not-base64@@'),
     'identifyVisitor 400 invalidRequest': () => srv.api.get(`/jsv1/identify/${orgId}/r1/${'c'.repeat(65)}/${b64url({ email: 'a@b.co' })}`),
-    'identifyVisitor 403 unverifiedIdentity': async () => identify(await settings({ identity_verification: 'required' }), b64url({ email: 'jane.doe@example.com' })),
-    'identifyVisitor 403 originNotAllowed': async () => identify(await settings({ enforce_origin: true }), b64url({ email: 'jane.doe@example.com' }), { origin: 'https://phish.attacker.example' }),
+    'identifyVisitor 403 unverifiedIdentity': async () =>
+      identify(await settings({ identity_verification: 'required' }), b64url({ email: 'jane.doe@example.com' })),
+    'identifyVisitor 403 originNotAllowed': async () =>
+      identify(await settings({ enforce_origin: true }), b64url({ email: 'jane.doe@example.com' }), { origin: 'https://phish.attacker.example' }),
     // analytics
-    'AnalyticsPayloadTooLarge': () => srv.api.post('/rest/v1/learn/event', undefined, { raw: JSON.stringify({ eventVal: 'x'.repeat(1_100_000) }), headers: { 'content-type': 'application/json' } }),
-    'AnalyticsUnsupportedMediaType': () => srv.api.post('/rest/v1/learn/event', undefined, { raw: 'a=b', headers: { 'content-type': 'text/plain' } }),
-    'AnalyticsRateLimited': async () => {
+    AnalyticsPayloadTooLarge: () =>
+      srv.api.post('/rest/v1/learn/event', undefined, {
+        raw: JSON.stringify({ eventVal: 'x'.repeat(1_100_000) }),
+        headers: { 'content-type': 'application/json' },
+      }),
+    AnalyticsUnsupportedMediaType: () => srv.api.post('/rest/v1/learn/event', undefined, { raw: 'a=b', headers: { 'content-type': 'text/plain' } }),
+    AnalyticsRateLimited: async () => {
       const send = () => limited.api.post('/rest/v1/learn/event', { org_token: 'nope', eventName: 'x', eventVal: 'y' });
       await send();
       return send();
     },
-    'submitLearningEvent 400 unknownToken': () => srv.api.post('/rest/v1/learn/event', { org_token: 'no-such-token', eventName: 'signup', eventVal: 'trial' }),
-    'submitLearningEvent 400 invalidInput': () => srv.api.post('/rest/v1/learn/event', { org_token: 'no-such-token', eventName: 'signup', eventVal: 42 }),
+    'submitLearningEvent 400 unknownToken': () =>
+      srv.api.post('/rest/v1/learn/event', { org_token: 'no-such-token', eventName: 'signup', eventVal: 'trial' }),
+    'submitLearningEvent 400 invalidInput': () =>
+      srv.api.post('/rest/v1/learn/event', { org_token: 'no-such-token', eventName: 'signup', eventVal: 42 }),
     'registerAnalyticsUser 400 alreadyRegistered': async () => {
       const email = 'owner@bakery.example.org';
       await register(srv, registration({ email }));
@@ -212,13 +234,13 @@ describe('documented error examples equal the server’s answers', function () {
 
   /** The same server answers after PostgreSQL goes away (503) and after a table disappears (500). */
   const broken: Record<string, (s: { down: ApiClient; gone: ApiClient }) => Promise<Reply>> = {
-    'PlatformUnavailable': ({ down }) => down.post('/v1/rest/acme/users/login', { email: 'a@platform.example', password: 'whatever' }),
-    'TrackingUnavailable': ({ down }) => down.post('/jsv1/1/r1/c1/null/event/view', { page: 'https://shop.example/' }),
-    'AnalyticsUnavailable': ({ down }) => down.post('/rest/v1/learn/event', { org_token: 'x', eventName: 'y', eventVal: 'z' }),
+    PlatformUnavailable: ({ down }) => down.post('/v1/rest/acme/users/login', { email: 'a@platform.example', password: 'whatever' }),
+    TrackingUnavailable: ({ down }) => down.post('/jsv1/1/r1/c1/null/event/view', { page: 'https://shop.example/' }),
+    AnalyticsUnavailable: ({ down }) => down.post('/rest/v1/learn/event', { org_token: 'x', eventName: 'y', eventVal: 'z' }),
     'getReadiness 503': ({ down }) => down.get('/readyz'),
-    'PlatformInternalError': ({ gone }) => gone.post('/v1/rest/acme/users/login', { email: 'a@platform.example', password: 'whatever' }),
-    'TrackingInternalError': ({ gone }) => gone.post('/jsv1/1/r1/c1/null/event/view', { page: 'https://shop.example/' }),
-    'AnalyticsInternalError': ({ gone }) => gone.post('/rest/v1/learn/event', { org_token: 'x', eventName: 'y', eventVal: 'z' }),
+    PlatformInternalError: ({ gone }) => gone.post('/v1/rest/acme/users/login', { email: 'a@platform.example', password: 'whatever' }),
+    TrackingInternalError: ({ gone }) => gone.post('/jsv1/1/r1/c1/null/event/view', { page: 'https://shop.example/' }),
+    AnalyticsInternalError: ({ gone }) => gone.post('/rest/v1/learn/event', { org_token: 'x', eventName: 'y', eventVal: 'z' }),
   };
 
   const examples = documentedErrorExamples();
@@ -270,7 +292,13 @@ describe('documented error examples equal the server’s answers', function () {
     const database = await freshDatabase();
     const relay = await relayTo(database.url);
     const handle = createDb(relay.url, { max: 4, onError: () => {} });
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', TRACKWAY_VALIDATE_RESPONSES: 'true', TRACKWAY_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') });
+    const config = loadConfig({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      TRACKWAY_VALIDATE_RESPONSES: 'true',
+      TRACKWAY_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+    });
     const running = await startOnDatabase(config, handle, createLogger('silent'), { dispatcher: false, jobs: false });
     try {
       const api = new ApiClient(running.url);
@@ -279,9 +307,15 @@ describe('documented error examples equal the server’s answers', function () {
       await admin.db.schema.alterTable('users').renameTo('users_gone').execute();
       await admin.db.schema.alterTable('organisations').renameTo('organisations_gone').execute();
       await admin.close();
-      await compareAll(examples.filter((e) => e.status === 500), (e) => broken[e.id]!({ down: api, gone: api }));
+      await compareAll(
+        examples.filter((e) => e.status === 500),
+        (e) => broken[e.id]!({ down: api, gone: api }),
+      );
       await relay.cut();
-      await compareAll(examples.filter((e) => e.status === 503), (e) => broken[e.id]!({ down: api, gone: api }));
+      await compareAll(
+        examples.filter((e) => e.status === 503),
+        (e) => broken[e.id]!({ down: api, gone: api }),
+      );
     } finally {
       await running.close();
       await handle.close();

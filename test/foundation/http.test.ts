@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { pending } from '../../src/http/registry.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newAccount } from '../platform/helpers.ts';
 
@@ -51,7 +50,11 @@ describe('http foundation', () => {
     });
     noRegex(upper.text);
     const account = await newAccount(srv);
-    const hook = await srv.api.post(`/v1/rest/${account.platform}/integration`, { org_id: 1, active: true, type: 'webhook', data: { endpoint: 'https://hooks.example.com/x' } }, { token: account.token });
+    const hook = await srv.api.post(
+      `/v1/rest/${account.platform}/integration`,
+      { org_id: 1, active: true, type: 'webhook', data: { endpoint: 'https://hooks.example.com/x' } },
+      { token: account.token },
+    );
     expect(hook.status).to.equal(400);
     expect(hook.body.errors).to.deep.include({ path: '/type', message: 'must equal "WEBHOOK"' });
     noRegex(hook.text);
@@ -153,17 +156,6 @@ describe('http foundation', () => {
     expect(g.headers.get('access-control-allow-origin')).to.equal('*');
     const p = await srv.api.get('/healthz');
     expect(p.headers.get('access-control-allow-origin')).to.equal(null);
-  });
-
-  it('answers an operation whose issue has not landed with 501 in its area shape', async () => {
-    const handler = pending('recordBuyEvent');
-    const ctx = { path: '/jsv1/1/r/c/null/event/buy' } as never;
-    expect(() => handler({} as never, ctx)).to.throw().with.property('status', 501);
-    try {
-      handler({} as never, ctx);
-    } catch (e) {
-      expect((e as { body: unknown }).body).to.deep.equal({ error: 'not_implemented', message: 'recordBuyEvent is not implemented yet' });
-    }
   });
 
   it('serves Prometheus metrics with request counts by operation', async () => {

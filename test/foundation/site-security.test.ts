@@ -10,7 +10,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 
 const PROTOTYPE_NAMES = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', '__defineGetter__', 'prototype'];
 
-describe('site hardening (issue 12, point 6)', () => {
+describe('site hardening', () => {
   let srv: TestServer;
   before(async () => {
     srv = await startTestServer();

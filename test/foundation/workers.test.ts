@@ -88,8 +88,8 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
   function start(args: string[], extra: Record<string, string> = {}): ChildProcess {
     out = '';
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', ...args], { cwd: ROOT, env: env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     return child;
   }
 

@@ -13,7 +13,7 @@ import { type Account, newAccount, newMerchant, newWebhook } from './helpers.ts'
 
 const TOKEN = 'merchant-credential-7f3a9c2e4b1d';
 
-describe('a credential never reaches a new origin (issue 12, point 5)', function () {
+describe('a credential never reaches a new origin', function () {
   this.timeout(60_000);
   let srv: TestServer;
   let account: Account;
@@ -39,7 +39,7 @@ describe('a credential never reaches a new origin (issue 12, point 5)', function
   async function integration() {
     const org = (await newMerchant(srv, account)).organisation.id;
     const hook = await newWebhook(srv, account, org, { endpoint: merchantHooks.url, authToken: TOKEN, do_events: false, do_contacts: true });
-    return { org, id: hook.id as number };
+    return { org, id: hook.id };
   }
 
   /** The next request the receiver gets after `from` requests. */

@@ -59,7 +59,7 @@ describe('patchIntegration', () => {
       token: account.token,
     });
     expect(r.status, r.text).to.equal(200);
-    // issue 12: the endpoint moved to another origin, so the stored credential is dropped
+    // the endpoint moved to another origin, so the stored credential is dropped
     // (test/platform/credential-origin.test.ts); every other field left out is kept
     expect(r.body.integration.data).to.deep.equal({
       endpoint: 'https://hooks.example.net/v2',

@@ -44,7 +44,7 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
       expect(Object.keys(r.body).sort()).to.deep.equal(['code', 'integration', 'message']);
       expect(r.body).to.include({ code: 2011, message: 'Created' });
       const i = r.body.integration;
-      // issue 12 added `health` to every integration answer
+      // every integration answer carries `health`
       expect(Object.keys(i).sort()).to.deep.equal(['active', 'created_at', 'data', 'health', 'id', 'modified_at', 'org_id', 'signing_secret', 'type']);
       expect(i.health).to.deep.equal({
         state: 'healthy',
@@ -405,9 +405,9 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
         const r = await srv.api.get(`${path}/${id}`, { token: acme.token });
         expect([400, 404], id).to.include(r.status);
       }
-      const huge = await srv.api.put(path, { ...webhookBody(orgId), id: 9007199254740993 }, { token: acme.token });
+      const huge = await srv.api.put(path, { ...webhookBody(orgId), id: 9007199254740993 }, { token: acme.token }); // eslint-disable-line no-loss-of-precision -- past 2^53 is the point
       expect([400, 404]).to.include(huge.status);
-      const hugeOrg = await srv.api.post(path, webhookBody(9223372036854775807), { token: acme.token });
+      const hugeOrg = await srv.api.post(path, webhookBody(9223372036854775807), { token: acme.token }); // eslint-disable-line no-loss-of-precision -- past 2^53 is the point
       expect([400, 403]).to.include(hugeOrg.status);
     });
   });

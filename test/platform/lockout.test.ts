@@ -10,7 +10,7 @@ import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { PASSWORD, unique, uniqueIp } from './helpers.ts';
 
-describe('lockout without denial of service (issue 12, point 4)', function () {
+describe('lockout without denial of service', function () {
   this.timeout(120_000);
   let srv: TestServer;
   before(async () => {
@@ -33,7 +33,7 @@ describe('lockout without denial of service (issue 12, point 4)', function () {
     for (let i = 0; i < 11; i++) statuses.push((await attempt(email, `guess-${i}`, attacker)).status);
     expect(statuses).to.deep.equal([...Array(10).fill(401), 429]);
 
-    // the owner, elsewhere: logged in at once (before issue 12: 429 for 15 minutes)
+    // the owner, elsewhere: logged in at once (formerly 429 for 15 minutes)
     const owner = await attempt(email, PASSWORD, uniqueIp());
     expect(owner.status, owner.text).to.equal(200);
     expect(owner.body.bearer_token).to.be.a('string');

@@ -21,7 +21,7 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
   let acme: Account;
 
   before(async () => {
-    // login at the production password-hash cost (issue 12: the harness uses 2^14 elsewhere)
+    // login at the production password-hash cost (the harness uses 2^14 elsewhere)
     srv = await startTestServer({ JWT_SECRET, TRUST_PROXY: 'true', PASSWORD_HASH_COST: '17' });
     acme = await newAccount(srv, 'acme');
   });
@@ -71,7 +71,10 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
 
     it('issues a token that works on the platform API (HS256, iss trackway, aud = platform, sub = user id, exp)', async () => {
       const r = await login('acme', acme.email, PASSWORD);
-      const [header, payload] = (r.body.bearer_token as string).split('.').slice(0, 2).map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
+      const [header, payload] = (r.body.bearer_token as string)
+        .split('.')
+        .slice(0, 2)
+        .map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
       expect(header.alg).to.equal('HS256');
       expect(payload).to.include({ iss: 'trackway', aud: 'acme', sub: String(acme.userId) });
       expect(payload.exp - payload.iat).to.equal(24 * 3600);
@@ -122,7 +125,13 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
     });
 
     it('validates the body: 400/4000 with errors', async () => {
-      for (const body of [{}, { email: acme.email }, { email: '', password: 'x' }, { email: acme.email, password: PASSWORD, extra: 1 }, { email: 1, password: 2 }]) {
+      for (const body of [
+        {},
+        { email: acme.email },
+        { email: '', password: 'x' },
+        { email: acme.email, password: PASSWORD, extra: 1 },
+        { email: 1, password: 2 },
+      ]) {
         const r = await srv.api.post('/v1/rest/acme/users/login', body, { headers: { 'x-forwarded-for': uniqueIp() } });
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);
@@ -161,7 +170,16 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
     });
 
     it('refuses malformed headers and tokens', async () => {
-      for (const authorization of ['Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Token ${acme.token}`, 'Bearer not-a-jwt', 'Bearer a.b', `Bearer ${acme.token}x`, `Bearer ${acme.token.slice(0, -3)}`]) {
+      for (const authorization of [
+        'Bearer',
+        'Bearer ',
+        'Basic dXNlcjpwYXNz',
+        `Token ${acme.token}`,
+        'Bearer not-a-jwt',
+        'Bearer a.b',
+        `Bearer ${acme.token}x`,
+        `Bearer ${acme.token.slice(0, -3)}`,
+      ]) {
         await expect4010({ authorization });
       }
     });
@@ -213,9 +231,20 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
 
     it('refuses a token of the right key but another issuer, or no subject', async () => {
       const key = new TextEncoder().encode(JWT_SECRET);
-      const wrongIss = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('someone').setAudience('acme').setSubject(String(acme.userId)).setExpirationTime('1h').sign(key);
+      const wrongIss = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuer('someone')
+        .setAudience('acme')
+        .setSubject(String(acme.userId))
+        .setExpirationTime('1h')
+        .sign(key);
       await expect4010({ authorization: `Bearer ${wrongIss}` });
-      const noSub = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('trackway').setAudience('acme').setExpirationTime('1h').sign(key);
+      const noSub = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuer('trackway')
+        .setAudience('acme')
+        .setExpirationTime('1h')
+        .sign(key);
       await expect4010({ authorization: `Bearer ${noSub}` });
     });
 
@@ -237,10 +266,26 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
     it('guards every bearer-protected platform operation built here', async () => {
       const probes: [string, string, unknown?][] = [
         ['POST', '/v1/rest/acme/users/register', { email: 'x@y.example', domain: 'y.example' }],
-        ['POST', '/v1/rest/acme/integration', { org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } }],
-        ['PUT', '/v1/rest/acme/integration', { id: 1, org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } }],
-        ['POST', '/v1/rest/integration', { org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } }],
-        ['PUT', '/v1/rest/integration', { id: 1, org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } }],
+        [
+          'POST',
+          '/v1/rest/acme/integration',
+          { org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } },
+        ],
+        [
+          'PUT',
+          '/v1/rest/acme/integration',
+          { id: 1, org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } },
+        ],
+        [
+          'POST',
+          '/v1/rest/integration',
+          { org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } },
+        ],
+        [
+          'PUT',
+          '/v1/rest/integration',
+          { id: 1, org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } },
+        ],
         ['GET', '/v1/rest/acme/integration?org_id=1'],
         ['GET', '/v1/rest/acme/integration/1'],
         ['DELETE', '/v1/rest/acme/integration/1'],

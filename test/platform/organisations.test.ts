@@ -16,7 +16,7 @@ describe('organisation reads', () => {
 
   const list = (a: Account, query = '') => srv.api.get(`/v1/rest/${a.platform}/organisations${query}`, { token: a.token });
 
-  // the trust settings (issue 12) are part of OrganisationDetail: their defaults, and the organisation's own secret
+  // the trust settings are part of OrganisationDetail: their defaults, and the organisation's own secret
   const trustDefaults = (domain: string, body: { identity_secret?: unknown }) => ({
     identity_verification: 'optional',
     allowed_domains: [domain],

@@ -2,7 +2,13 @@
 // (4009, 40010) and DESIGN's registration rules.
 import { expect } from 'chai';
 import { hashPassword } from '../../src/platform/passwords.ts';
-import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation, organisationTokenHash } from '../../src/platform/registration.service.ts';
+import {
+  DomainTaken,
+  EmailTaken,
+  InvalidDomain,
+  createUserWithOrganisation,
+  organisationTokenHash,
+} from '../../src/platform/registration.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, unique } from './helpers.ts';
 import { errorBody } from '../support/client.ts';
@@ -83,8 +89,12 @@ describe('register a client user (interface 4.2)', () => {
     for (const o of [a, b]) {
       expect(o.token).to.match(/^[A-Za-z0-9_-]{43}$/);
       expect(Buffer.from(o.token, 'base64url')).to.have.length(32);
-      const row = await srv.database.handle.db.selectFrom('organisations').select(['token', 'token_enc', 'token_hash']).where('id', '=', o.id).executeTakeFirstOrThrow();
-      // issue 12: the token is stored encrypted only (no clear copy)
+      const row = await srv.database.handle.db
+        .selectFrom('organisations')
+        .select(['token', 'token_enc', 'token_hash'])
+        .where('id', '=', o.id)
+        .executeTakeFirstOrThrow();
+      // the token is stored encrypted only (no clear copy)
       expect(row.token).to.equal(null);
       expect(srv.deps.cipher.decrypt(row.token_enc!)).to.equal(o.token);
       expect(Buffer.compare(row.token_hash, organisationTokenHash(o.token))).to.equal(0);
@@ -136,7 +146,11 @@ describe('register a client user (interface 4.2)', () => {
   it('creates a user who cannot log in (no password)', async () => {
     const body = fresh();
     await register(body);
-    const row = await srv.database.handle.db.selectFrom('users').select(['password_hash', 'platform_name']).where('email', '=', body.email).executeTakeFirstOrThrow();
+    const row = await srv.database.handle.db
+      .selectFrom('users')
+      .select(['password_hash', 'platform_name'])
+      .where('email', '=', body.email)
+      .executeTakeFirstOrThrow();
     expect(row).to.deep.equal({ password_hash: null, platform_name: null });
   });
 
@@ -159,7 +173,14 @@ describe('register a client user (interface 4.2)', () => {
       const n = unique('dom');
       const first = await register({ email: `${n}-1@merchant.example`, domain: `${n}.example.com` });
       expect(first.status).to.equal(201);
-      const variants = [`${n}.example.com`, `${n.toUpperCase()}.EXAMPLE.COM`, `https://${n}.example.com`, `http://www.${n}.example.com/shop?x=1`, `${n}.example.com.`, `www.${n}.example.com/`];
+      const variants = [
+        `${n}.example.com`,
+        `${n.toUpperCase()}.EXAMPLE.COM`,
+        `https://${n}.example.com`,
+        `http://www.${n}.example.com/shop?x=1`,
+        `${n}.example.com.`,
+        `www.${n}.example.com/`,
+      ];
       for (const [i, domain] of variants.entries()) {
         const r = await register({ email: `${n}-v${i}@merchant.example`, domain });
         expect(r.status, domain).to.equal(409);
@@ -184,7 +205,11 @@ describe('register a client user (interface 4.2)', () => {
       const n = unique('free');
       const refused = await register({ email: `${n}@merchant.example`, domain: taken.domain });
       expect(refused.status).to.equal(409);
-      const count = await srv.database.handle.db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).where('email_key', '=', `${n}@merchant.example`).executeTakeFirstOrThrow();
+      const count = await srv.database.handle.db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('email_key', '=', `${n}@merchant.example`)
+        .executeTakeFirstOrThrow();
       expect(Number(count.n)).to.equal(0);
       const later = await register({ email: `${n}@merchant.example`, domain: `${n}.shop.example` });
       expect(later.status).to.equal(201);
@@ -193,14 +218,18 @@ describe('register a client user (interface 4.2)', () => {
     it('shares the email and domain spaces with the analytics-host registration (createUserWithOrganisation)', async () => {
       const n = unique('ana');
       const made = await srv.database.handle.db.transaction().execute((tx) =>
-        createUserWithOrganisation(tx, {
-          email: `${n}@self.example`,
-          name: 'Self Service',
-          phone: '',
-          domain: `${n}.self.example`,
-          organisationName: 'Self Service Ltd',
-          passwordHash: 'scrypt$16384$8$1$c2FsdA==$aGFzaA==',
-        }, srv.deps.cipher),
+        createUserWithOrganisation(
+          tx,
+          {
+            email: `${n}@self.example`,
+            name: 'Self Service',
+            phone: '',
+            domain: `${n}.self.example`,
+            organisationName: 'Self Service Ltd',
+            passwordHash: 'scrypt$16384$8$1$c2FsdA==$aGFzaA==',
+          },
+          srv.deps.cipher,
+        ),
       );
       expect(made.user.email).to.equal(`${n}@self.example`);
       expect(made.organisation.domain).to.equal(`${n}.self.example`);
@@ -245,7 +274,9 @@ describe('register a client user (interface 4.2)', () => {
     it('registers exactly one of concurrent registrations of one domain; the others get 40010, never 500', async () => {
       const n = unique('race');
       const replies = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => register({ email: `${n}-${i}@merchant.example`, domain: i % 2 ? `${n}.shop.example` : `WWW.${n}.shop.example` })),
+        Array.from({ length: 6 }, (_, i) =>
+          register({ email: `${n}-${i}@merchant.example`, domain: i % 2 ? `${n}.shop.example` : `WWW.${n}.shop.example` }),
+        ),
       );
       const statuses = replies.map((r) => r.status).sort();
       expect(statuses).to.deep.equal([201, 409, 409, 409, 409, 409]);
@@ -267,7 +298,12 @@ describe('register a client user (interface 4.2)', () => {
 
     it('refuses a malformed email, unknown fields and wrong types', async () => {
       const { domain } = fresh();
-      for (const body of [{ email: 'not-an-email', domain }, { email: 'a@x.example', domain, role: 'admin' }, { email: 'a@x.example', domain, name: 7 }, { email: 'a@x.example', domain: '' }]) {
+      for (const body of [
+        { email: 'not-an-email', domain },
+        { email: 'a@x.example', domain, role: 'admin' },
+        { email: 'a@x.example', domain, name: 7 },
+        { email: 'a@x.example', domain: '' },
+      ]) {
         const r = await register(body);
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);

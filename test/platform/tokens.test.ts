@@ -13,7 +13,7 @@ import { PASSWORD, unique, uniqueIp } from './helpers.ts';
 const JWT_SECRET = 'tokens-test-secret-0123456789abcdefghijklmnop';
 const key = new TextEncoder().encode(JWT_SECRET);
 
-describe('bearer tokens: exp required, revoked by a password change (issue 12, point 6)', () => {
+describe('bearer tokens: exp required, revoked by a password change', () => {
   let srv: TestServer;
   before(async () => {
     srv = await startTestServer({ JWT_SECRET, TRUST_PROXY: 'true' });

@@ -102,7 +102,7 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
       body = { ...(sample as Record<string, unknown>) };
       if ('org_id' in body) body.org_id = t.orgId;
       if ('id' in body) body.id = t.integrationId;
-      if (typeof body.data === 'object' && body.data !== null) body.data = { ...(body.data as object), endpoint: `${receiver.url}?matrix` };
+      if (typeof body.data === 'object' && body.data !== null) body.data = { ...(body.data), endpoint: `${receiver.url}?matrix` };
       if (op.operationId === 'registerClientUser') {
         const n = unique('matrix').toLowerCase();
         body = { email: `${n}@merchant.example`, domain: `${n}.shop.example` };
@@ -115,7 +115,7 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
   /** Whether the request names one of the victim's resources (then another tenant must be refused). */
   function namesTenant(op: ContractOperation): boolean {
     if (op.params.some((p) => p.in !== 'header' && p.name !== 'platform_name' && TENANT_REFS.has(p.name) && (p.required || p.in === 'path'))) return true;
-    const props = Object.keys((schemas.resolve(op.body).properties ?? {}) as object);
+    const props = Object.keys((schemas.resolve(op.body).properties ?? {}));
     return props.some((k) => TENANT_REFS.has(k));
   }
 

@@ -34,8 +34,8 @@ export async function startServe(env: Record<string, string>, port: number, time
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<void>((resolve) => {
     if (proc.exitCode !== null || proc.signalCode !== null) resolve();
     else proc.once('exit', () => resolve());

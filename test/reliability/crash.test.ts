@@ -61,7 +61,7 @@ for (const workers of [1, 2]) describe(`kill -9 of trackway serve --workers ${wo
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,1s,1s,1s,1s,1s',
       WEBHOOK_LEASE_MARGIN: '1s',
-      // the load stands for many clients but comes from one address: the tracking limits (on by default since issue 12) are not what this test is about
+      // the load stands for many clients but comes from one address: the tracking limits (on by default) are not what this test is about
       TRACKING_RATE_LIMIT: 'off',
     };
     const first = await startServe(env, port, 60_000, ['--workers', String(workers)]);

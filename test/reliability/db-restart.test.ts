@@ -57,7 +57,7 @@ describe('a PostgreSQL restart under load', function () {
       WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,1s,1s,1s,1s,1s',
       TRACKWAY_VALIDATE_RESPONSES: 'true',
       LOG_LEVEL: 'warn',
-      // the load stands for many clients but comes from one address: the tracking limits (on by default since issue 12) are not what this test is about
+      // the load stands for many clients but comes from one address: the tracking limits (on by default) are not what this test is about
       TRACKING_RATE_LIMIT: 'off',
     });
     const sink = new Writable({

@@ -113,14 +113,7 @@ export function startLoad(opts: LoadOptions): Load {
   };
 }
 
-/** Waits until `cond()` holds, polling; throws after `timeoutMs`. */
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
+export { until } from '../support/wait.ts';
 
 /** The marker URLs of the organisation's stored events. */
 export async function storedMarkers(db: Database, orgId: number): Promise<Set<string>> {

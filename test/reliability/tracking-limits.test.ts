@@ -56,7 +56,7 @@ function cartLine(i: number) {
   };
 }
 
-describe('tracking limits on by default (issue 12, point 3)', function () {
+describe('tracking limits on by default', function () {
   this.timeout(120_000);
   let srv: TestServer;
   let victim: Merchant;
@@ -110,7 +110,7 @@ describe('tracking limits on by default (issue 12, point 3)', function () {
     const metricAfter = await refusedMetric(srv);
     expect(metricAfter.identify_rate_limited! - metricBefore.identify_rate_limited!).to.equal(limited.length);
     console.log(
-      `      burst of 200 identifies from one address in ${seconds.toFixed(2)} s: ${ok.length} accepted, ${limited.length} refused (429); contact matches queued: ${queued} (before issue 12: 200)`,
+      `      burst of 200 identifies from one address in ${seconds.toFixed(2)} s: ${ok.length} accepted, ${limited.length} refused (429); contact matches queued: ${queued} (formerly 200)`,
     );
 
     // the shop's real visitors elsewhere are not affected, and repeating a known identity is free even from the limited address
@@ -325,7 +325,7 @@ describe('tracking limits in simulated time (the defaults, the same limiter code
     }
     const perHour = stored / 1e9;
     expect(perHour).to.be.below(0.5);
-    console.log(`      one address sending 32 KiB bodies for an hour: ${perHour.toFixed(2)} GB stored (before issue 12: ~20 GB/h measured from one sequential client)`);
+    console.log(`      one address sending 32 KiB bodies for an hour: ${perHour.toFixed(2)} GB stored (formerly ~20 GB/h measured from one sequential client)`);
   });
 });
 

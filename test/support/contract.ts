@@ -17,7 +17,7 @@ export const doc = JSON.parse(readFileSync(CONTRACT_PATH, 'utf8')) as Json & {
 };
 
 const ajv = createAjv();
-ajv.addSchema(doc as object, 'contract');
+ajv.addSchema(doc, 'contract');
 const compiled = new Map<string, ValidateFunction>();
 
 function pointer(parts: string[]): string {
@@ -41,7 +41,7 @@ export function schemaValidator(name: string): ValidateFunction {
 function deref<T extends Json>(obj: T): T {
   let cur: Json = obj;
   for (let i = 0; i < 10 && typeof cur.$ref === 'string'; i++) {
-    const parts = (cur.$ref as string).replace(/^#\//, '').split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = (cur.$ref).replace(/^#\//, '').split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     cur = parts.reduce<Json>((o, k) => o[k] as Json, doc);
   }
   return cur as T;
@@ -57,7 +57,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 const routes: (Route & { regex: RegExp; literal: number })[] = [];
 for (const [p, item] of Object.entries(doc.paths)) {
   for (const m of METHODS) {
-    const op = item[m] as Json | undefined;
+    const op = item[m];
     if (!op) continue;
     const regex = new RegExp('^' + p.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+') + '$');
     routes.push({ path: p, method: m, operationId: op.operationId as string, regex, literal: p.replace(/\{[^}]+\}/g, '').length });

@@ -25,7 +25,7 @@ export interface ContractOperation {
   statuses: string[];
 }
 
-export const schemas = new SchemaValues(doc as Record<string, unknown>);
+export const schemas = new SchemaValues(doc);
 
 export function contractOperations(): ContractOperation[] {
   const out: ContractOperation[] = [];
@@ -37,7 +37,7 @@ export function contractOperations(): ContractOperation[] {
       const params = new Map<string, Param>();
       for (const raw of [...shared, ...((op.parameters ?? []) as Schema[])]) {
         const p = schemas.resolve(raw);
-        params.set(`${p.in}:${p.name}`, {
+        params.set(`${String(p.in)}:${String(p.name)}`, {
           name: p.name as string,
           in: p.in as Param['in'],
           required: p.required === true,

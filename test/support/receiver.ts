@@ -39,6 +39,7 @@ export class TestReceiver {
   ) {}
 
   static async start(responder: Responder = () => ({ status: 204 })): Promise<TestReceiver> {
+    // eslint-disable-next-line prefer-const -- assigned below, once the server it captures exists
     let self!: TestReceiver;
     const server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];

@@ -48,7 +48,7 @@ export class SchemaValues {
     let s: Schema = schema ?? {};
     for (let i = 0; i < 20 && typeof s.$ref === 'string'; i++) {
       const { $ref, ...rest } = s;
-      const target = ($ref as string)
+      const target = ($ref)
         .replace(/^#\//, '')
         .split('/')
         .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
@@ -115,7 +115,7 @@ export class SchemaValues {
     if (s.format === 'date-time') return fc.date({ noInvalidDate: true, min: new Date(0), max: new Date(4e12) }).map((d) => d.toISOString());
     if (typeof s.pattern === 'string') {
       try {
-        return fit(fc.stringMatching(new RegExp(s.pattern as string)));
+        return fit(fc.stringMatching(new RegExp(s.pattern)));
       } catch {
         // a pattern fast-check cannot read: fall back to plain text
       }

@@ -1,4 +1,4 @@
-// Identity verification (issue 12): the identify payload's `hash`, HMAC-SHA256
+// Identity verification: the identify payload's `hash`, HMAC-SHA256
 // of the normalised email (or phone) keyed with the organisation's identity
 // secret. With `required`, both forms of the reported attack fail end to end:
 // identifying as a customer's email without the hash (403, nothing stored),

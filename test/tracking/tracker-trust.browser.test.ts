@@ -14,6 +14,7 @@ import { type Account, newAccount, newMerchant } from '../platform/helpers.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { footprint } from './trust-helpers.ts';
+import { eventually } from '../support/wait.ts';
 
 interface Seen {
   url: string;
@@ -40,15 +41,8 @@ async function watch(context: BrowserContext, page: Page, trackwayUrl: string): 
   return seen;
 }
 
-async function until<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = <T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> =>
+  eventually(check, timeoutMs, what, 100);
 
 describe('browser tracker with identity verification and enforce_origin (Chromium)', function () {
   let browser: Browser;

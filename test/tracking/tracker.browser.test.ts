@@ -15,21 +15,12 @@ import { type Account, newAccount, newMerchant } from '../platform/helpers.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import { passesEventually } from '../support/wait.ts';
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Retries an assertion until it passes or 10 s have gone by. */
-async function eventually<T>(check: () => Promise<T>): Promise<T> {
-  const until = Date.now() + 10_000;
-  for (;;) {
-    try {
-      return await check();
-    } catch (e) {
-      if (Date.now() > until) throw e;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
+const eventually = <T>(check: () => Promise<T>): Promise<T> => passesEventually(check);
 
 interface Shop {
   url: string;
@@ -412,7 +403,7 @@ describe('browser tracker in Chromium', function () {
     await page.goto(`${shop.url}/plain`);
     await rec.event('view');
     // a string, not a function: tsx would wrap the inner functions in a helper the page lacks
-    const outcome = (await page.evaluate(GARBAGE_CALLS)) as { threw: string[]; ids: Record<string, unknown> };
+    const outcome = await page.evaluate<{ threw: string[]; ids: Record<string, unknown> }>(GARBAGE_CALLS);
     expect(outcome.threw).to.deep.equal([]);
     expect(outcome.ids).to.have.property('corex_id', null); // the invalid ids were ignored
     // the page is still alive and the tracker still works

@@ -1,4 +1,4 @@
-// Shared by the trust suites (issue 12): a shop (organisation + webhook
+// Shared by the trust suites: a shop (organisation + webhook
 // integration posting to a real local receiver), visitors that send what a
 // browser (or an attacker with curl) would, and a wait for the dispatcher to
 // have delivered everything an organisation queued.

@@ -103,9 +103,15 @@ describe('two instances on one database', function () {
     // notifications: 20 matches + 20 × 11 event exports, each sent exactly once by one of the dispatchers
     const due = visitors.length + visitors.length * 11;
     await receiver.waitFor(due, 30_000);
-    await new Promise((r) => setTimeout(r, 500)); // would a double send still arrive?
+    // a double send would arrive late: identify one more visitor on each instance and wait for
+    // those two later notifications, so both dispatchers have claimed past the earlier ones
+    const markers = await Promise.all(
+      instances.map((inst, i) => inst.api.get(`/jsv1/identify/${org}/r/${unique('marker')}/${b64url({ email: `marker${i}@two.example` })}`)),
+    );
+    expect(markers.map((r) => r.status)).to.deep.equal([200, 200]);
+    await receiver.waitFor(due + 2, 30_000);
     const ids = receiver.requests.map((r) => r.headers['webhook-id']);
-    expect(ids).to.have.length(due);
-    expect(new Set(ids).size).to.equal(due);
+    expect(ids).to.have.length(due + 2);
+    expect(new Set(ids).size).to.equal(due + 2);
   });
 });

@@ -58,8 +58,8 @@ describe('webhook dispatch across processes', function () {
     });
     children.push(proc);
     let out = '';
-    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const ready = command === 'serve' ? 'Trackway is listening' : 'Trackway dispatcher is running';
     await eventually(
       async () => {

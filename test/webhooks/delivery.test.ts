@@ -127,7 +127,7 @@ describe('webhook delivery', function () {
       expect(() => wh.verify(req.body.replace('"org_id"', '"org_id" '), req.headers as Record<string, string>)).to.throw();
       // and the manual recipe of /docs/webhooks gives the same signature
       const key = Buffer.from(hook.signingSecret.slice('whsec_'.length), 'base64');
-      const mac = createHmac('sha256', key).update(`${req.headers['webhook-id']}.${ts}.${req.body}`).digest('base64');
+      const mac = createHmac('sha256', key).update(`${String(req.headers['webhook-id'])}.${ts}.${req.body}`).digest('base64');
       expect(req.headers['webhook-signature']).to.equal(`v1,${mac}`);
     }
     expect(byMedium.get('matched')!.headers['webhook-id']).to.not.equal(byMedium.get('event')!.headers['webhook-id']);

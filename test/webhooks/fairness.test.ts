@@ -1,4 +1,4 @@
-// Fair dispatch (issue 12, point 2): one tenant's slow or dead endpoints hold
+// Fair dispatch: one tenant's slow or dead endpoints hold
 // at most its share of a dispatcher, and every other tenant's deliveries are
 // claimed and sent at once. The attack as reported: an organisation with 4
 // integrations on distinct origins that never answer (httpTimeout 30) and

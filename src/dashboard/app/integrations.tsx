@@ -149,7 +149,7 @@ function IntegrationForm({
       />
       <p id={`${prefix}-token-help`} class="help">
         {hadToken
-          ? `Current token: ${existing!.data.authToken}. Leave blank to keep it.`
+          ? `Current token: ${existing.data.authToken}. Leave blank to keep it.`
           : 'Sent as “Authorization: Bearer <token>” with every delivery.'}
       </p>
       {hadToken && (

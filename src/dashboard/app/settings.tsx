@@ -1,4 +1,4 @@
-// Trust settings of one organisation (issue 12): identity verification,
+// Trust settings of one organisation: identity verification,
 // allowed domains, enforce origin (updateOrganisationSettings); the identity
 // secret on request, copied, rotated after a confirmation
 // (rotateIdentitySecret); and ready-to-copy code for the shop's server (Node.js,
@@ -181,9 +181,9 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
         </label>
       </fieldset>
       <p id="mode-help" class="help">
-        Optional: identify calls work without a hash; those with a valid one are marked verified. Required: an identify without a valid hash is refused
-        and stores nothing, and visitors are joined only through verified emails and phones. Switch once your shop sends the hash for every signed-in
-        customer.
+        Optional: identify calls work without a hash; those with a valid one are marked verified. Required: an identify without a valid hash is
+        refused and stores nothing, and visitors are joined only through verified emails and phones. Switch once your shop sends the hash for every
+        signed-in customer.
       </p>
 
       <h2>Allowed domains</h2>
@@ -211,7 +211,12 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
         <button type="submit" disabled={busy}>
           {busy ? 'Saving…' : 'Save settings'}
         </button>
-        <button type="button" class="secondary" disabled={busy} onClick={() => void save({ allowed_domains: null }, 'Allowed domains reset to the default.')}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={busy}
+          onClick={() => void save({ allowed_domains: null }, 'Allowed domains reset to the default.')}
+        >
           Reset domains to default
         </button>
       </div>
@@ -243,7 +248,9 @@ function SecretPanel({ org, path, onRotated }: { org: Organisation; path: Path; 
         <h2 id="secret-title">Identity secret</h2>
         {org.identity_verification === 'required' ? <Badge tone="ok">Required</Badge> : <Badge tone="off">Optional</Badge>}
       </div>
-      <p class="help">The key your shop's server signs customer emails with. Keep it on the server: anyone who has it can identify visitors as anyone.</p>
+      <p class="help">
+        The key your shop's server signs customer emails with. Keep it on the server: anyone who has it can identify visitors as anyone.
+      </p>
       <p class="secret">
         <code id="identity-secret" class="wrap">
           {shown ? org.identity_secret : '•'.repeat(16)}
@@ -258,7 +265,9 @@ function SecretPanel({ org, path, onRotated }: { org: Organisation; path: Path; 
           Rotate secret
         </button>
       </div>
-      {confirming && <ConfirmRotate busy={busy} required={org.identity_verification === 'required'} onConfirm={rotate} onCancel={() => setConfirming(false)} />}
+      {confirming && (
+        <ConfirmRotate busy={busy} required={org.identity_verification === 'required'} onConfirm={rotate} onCancel={() => setConfirming(false)} />
+      )}
       {error && <ErrorNote error={error} />}
     </section>
   );

@@ -27,7 +27,8 @@ interface TrackwayIds {
   corex_id: string | null;
 }
 
-type Anything = any; // whatever the host page passes
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- whatever the host page passes
+type Anything = any;
 
 ((w: Window & { trackway?: Anything }, d: Document) => {
   const noop = () => {};

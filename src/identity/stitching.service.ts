@@ -1,0 +1,247 @@
+// Identity's side of an ingest batch, inside the batch's transaction:
+// visitors upserted together, visitors that share a corex_id stitched into one
+// person, the recent-activity profile and the product URL catalogue kept from
+// events, contacts and links recorded for identifies (merging the persons a
+// known contact joins). One Stitching per batch; the ingest batch calls it and
+// owns the transaction.
+//
+// Trust (DESIGN.md §6): a product or cart URL outside the organisation's
+// allowed domains is kept in its event only, never in the profile or the
+// product catalogue; under identity_verification `required` persons are
+// joined only through verified contacts (no corex_id stitching: the browser
+// alone sets corex_id, the hash does not cover it).
+import type { Location, RecentView } from '../db/schema.ts';
+import type { Executor } from '../db/tenancy.ts';
+import {
+  contactsOfPerson,
+  identifyContacts,
+  lockPersons,
+  mergePersons,
+  personProfile,
+  type ProductSighting,
+  type ProfileChange,
+  personsSharingCorex,
+  rememberProductUrls,
+  upsertProfiles,
+  upsertVisitors,
+  type VisitorTouch,
+} from './identity.repository.ts';
+import { mergeProfiles, type Recent, recentActivity } from './profile.ts';
+import type { IdentifyClaim } from './verification.ts';
+
+/** A visitor seen in the batch (an event or an identify). */
+export type Sighting = {
+  orgId: number;
+  coreId: string;
+  roamingId: string;
+  receivedAt: Date;
+  userAgent: string | null;
+  location: Location | null;
+  policy: { identityVerification: 'optional' | 'required' };
+} & ({ kind: 'event'; corexId: string | null } | { kind: 'identify' });
+
+/** An event, as far as the profile and the catalogue care. */
+export interface ProfileEvent {
+  orgId: number;
+  coreId: string;
+  name: string;
+  body: Record<string, unknown>;
+  receivedAt: Date;
+  policy: { allowsUrl(url: string): boolean };
+}
+
+/** An identify: the contacts and name to link to the visitor's person. */
+export interface Identification {
+  orgId: number;
+  coreId: string;
+  claim: IdentifyClaim;
+}
+
+export interface LinkedContact {
+  type: 'EMAIL' | 'PHONE';
+  value: string;
+  verified: boolean;
+}
+
+const key = (orgId: number, coreId: string) => `${orgId}\u0000${coreId}`;
+
+/** One touch per visitor: earliest first_seen, latest everything else. */
+function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
+  const byKey = new Map<string, VisitorTouch>();
+  for (const it of items) {
+    const k = key(it.orgId, it.coreId);
+    const corexId = it.kind === 'event' ? it.corexId : null;
+    const prev = byKey.get(k);
+    if (!prev) {
+      byKey.set(k, {
+        orgId: it.orgId,
+        coreId: it.coreId,
+        roamingId: it.roamingId,
+        corexId,
+        firstSeen: it.receivedAt,
+        lastSeen: it.receivedAt,
+        userAgent: it.userAgent,
+        location: it.location,
+      });
+      continue;
+    }
+    prev.roamingId = it.roamingId;
+    prev.corexId = corexId ?? prev.corexId;
+    prev.lastSeen = it.receivedAt > prev.lastSeen ? it.receivedAt : prev.lastSeen;
+    prev.userAgent = it.userAgent ?? prev.userAgent;
+    prev.location = it.location ?? prev.location;
+  }
+  // a stable lock order across concurrent batches
+  return [...byKey.values()].sort((a, b) => a.orgId - b.orgId || (a.coreId < b.coreId ? -1 : a.coreId > b.coreId ? 1 : 0));
+}
+
+export class Stitching {
+  /** person of each visitor touched */
+  private readonly personOf = new Map<string, number>();
+  /** persons merged during this batch: gone → kept */
+  private readonly redirect = new Map<number, number>();
+  /** contacts per person, read at most once per batch (dropped when they change) */
+  private readonly contactCache = new Map<number, { type: 'EMAIL' | 'PHONE'; value: string }[]>();
+  /** profile writes not yet sent: one entry per person, views most recent first */
+  private readonly profiles = new Map<string, ProfileChange>();
+  private readonly products = new Map<string, ProductSighting>();
+
+  constructor(private readonly tx: Executor) {}
+
+  /**
+   * Upserts every visitor of the batch and joins the visitors that share a
+   * non-null corex_id into one person (not under `required`: see above).
+   */
+  async touchVisitors(items: readonly Sighting[]): Promise<void> {
+    const touched = await upsertVisitors(this.tx, visitorTouches(items));
+    for (const v of touched) this.personOf.set(key(v.org_id, v.core_id), v.person_id);
+    const policies = new Map(items.map((it) => [it.orgId, it.policy]));
+    for (const v of touched) {
+      if (v.corex_id === null || (!v.inserted && v.old_corex_id === v.corex_id)) continue;
+      if (policies.get(v.org_id)?.identityVerification !== 'optional') continue;
+      const self = this.personOfVisitor(v.org_id, v.core_id);
+      for (const other of await personsSharingCorex(this.tx, v.org_id, v.corex_id, self)) {
+        await this.merge(v.org_id, self, other);
+      }
+    }
+  }
+
+  /** The person a visitor of this batch belongs to now (after the merges so far). */
+  personOfVisitor(orgId: number, coreId: string): number {
+    return this.find(this.personOf.get(key(orgId, coreId))!);
+  }
+
+  /** Keeps what an event says about its person's recent activity and the product catalogue. */
+  recordEvent(it: ProfileEvent): void {
+    const person = this.personOfVisitor(it.orgId, it.coreId);
+    const body = it.body;
+    const allowed = (url: unknown): url is string => typeof url === 'string' && it.policy.allowsUrl(url);
+    if (it.name === 'productview') {
+      const url = body.product_url;
+      if (allowed(url)) {
+        this.recordProductUrl(it.orgId, body.product_id as number, url, it.receivedAt);
+        this.recordView(it.orgId, person, url, it.receivedAt);
+      }
+    } else if (it.name === 'updatecart') {
+      // the product still counts (its URL comes from the catalogue); a foreign cart_url does not
+      this.recordCart(it.orgId, person, body.product_id as number, allowed(body.cart_url) ? body.cart_url : null, it.receivedAt);
+    } else if (it.name === 'checkout' || it.name === 'buy') {
+      for (const item of (body.items as { product_id: number; product_url?: string }[] | undefined) ?? []) {
+        if (allowed(item.product_url)) this.recordProductUrl(it.orgId, item.product_id, item.product_url, it.receivedAt);
+      }
+    }
+  }
+
+  /**
+   * Links an identify's contacts and name to the visitor's person; a contact
+   * already known makes its person and this one one. Returns the person and
+   * the contacts newly linked (a link that only became verified is not new).
+   */
+  async identify(it: Identification): Promise<{ person: number; linked: LinkedContact[] }> {
+    let person = this.personOfVisitor(it.orgId, it.coreId);
+    const { contacts, name } = it.claim;
+    const linked: LinkedContact[] = [];
+    if (contacts.length === 0 && name === null) return { person, linked };
+    for (const contact of await identifyContacts(this.tx, it.orgId, it.coreId, person, contacts, name)) {
+      // a contact already known belongs to another person: the two are one from now on
+      if (this.find(contact.person_id) !== person) person = await this.merge(it.orgId, contact.person_id, person);
+      if (contact.linked) linked.push({ type: contact.type, value: contact.value, verified: contact.verified });
+    }
+    this.contactCache.delete(person);
+    return { person, linked };
+  }
+
+  /** The contacts of a person, read at most once per batch. */
+  async contacts(orgId: number, person: number): Promise<{ type: 'EMAIL' | 'PHONE'; value: string }[]> {
+    let c = this.contactCache.get(person);
+    if (!c) {
+      c = await contactsOfPerson(this.tx, orgId, person);
+      this.contactCache.set(person, c);
+    }
+    return c;
+  }
+
+  /** The person's recent activity including what this batch recorded so far. */
+  async recentActivity(orgId: number, person: number, allowsUrl: (url: string) => boolean): Promise<Recent> {
+    await this.flush();
+    return recentActivity(this.tx, orgId, await personProfile(this.tx, orgId, person), allowsUrl);
+  }
+
+  /** Sends the accumulated profile writes (before anything reads or merges profiles). */
+  async flush(): Promise<void> {
+    if (this.products.size > 0) {
+      await rememberProductUrls(this.tx, [...this.products.values()]);
+      this.products.clear();
+    }
+    if (this.profiles.size > 0) {
+      await upsertProfiles(this.tx, [...this.profiles.values()]);
+      this.profiles.clear();
+    }
+  }
+
+  private find(person: number): number {
+    let p = person;
+    while (this.redirect.has(p)) p = this.redirect.get(p)!;
+    return p;
+  }
+
+  private profile(orgId: number, person: number): ProfileChange {
+    const k = key(orgId, String(person));
+    let p = this.profiles.get(k);
+    if (!p) this.profiles.set(k, (p = { orgId, person, views: [], cart: null }));
+    return p;
+  }
+
+  private recordView(orgId: number, person: number, url: string, at: Date): void {
+    const p = this.profile(orgId, person);
+    const view: RecentView = { url, at: at.toISOString() };
+    p.views = [view, ...p.views.filter((v) => v.url !== url)].slice(0, 3);
+  }
+
+  private recordCart(orgId: number, person: number, productId: number, cartUrl: string | null, at: Date): void {
+    this.profile(orgId, person).cart = { productId, cartUrl, at };
+  }
+
+  private recordProductUrl(orgId: number, productId: number, url: string, at: Date): void {
+    this.products.set(key(orgId, String(productId)), { orgId, productId, url, at });
+  }
+
+  /** Makes two persons one (the older id stays). */
+  private async merge(orgId: number, a: number, b: number): Promise<number> {
+    const x = this.find(a);
+    const y = this.find(b);
+    if (x === y) return x;
+    const [keep, gone] = x < y ? [x, y] : [y, x];
+    await this.flush();
+    const rows = await lockPersons(this.tx, orgId, [keep, gone]);
+    const merged = mergeProfiles(
+      rows.find((r) => r.id === keep),
+      rows.find((r) => r.id === gone),
+    );
+    await mergePersons(this.tx, orgId, keep, gone, merged);
+    this.redirect.set(gone, keep);
+    this.contactCache.delete(keep);
+    this.contactCache.delete(gone);
+    return keep;
+  }
+}

@@ -1,0 +1,10 @@
+// The NOTIFY behind the target cache's invalidation (targets.ts).
+import { sql } from 'kysely';
+import type { Tx } from '../db/tenancy.ts';
+
+export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
+
+/** Tells every process (after commit) that this organisation's integrations changed. */
+export async function announceIntegrationChange(tx: Tx, orgId: number): Promise<void> {
+  await sql`SELECT pg_notify(${INTEGRATIONS_CHANNEL}, ${String(orgId)})`.execute(tx);
+}
