@@ -1323,63 +1323,7 @@ export interface webhooks {
          *     fails the delivery at once. Deactivating or deleting the integration
          *     cancels pending deliveries.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
-                     * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
-                     */
-                    "webhook-id": components["parameters"]["WebhookId"];
-                    /**
-                     * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
-                     * @example 1715678467
-                     */
-                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
-                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
-                     */
-                    "webhook-signature": components["parameters"]["WebhookSignature"];
-                    /**
-                     * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
-                     * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
-                     */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ContactMatchedNotification"];
-                };
-            };
-            responses: {
-                /** @description Accepted. The response body is ignored. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Retried on the schedule above. */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["receiveContactMatched"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1421,63 +1365,7 @@ export interface webhooks {
          *     are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±10%
          *     jitter), other statuses fail at once.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /**
-                     * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
-                     * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
-                     */
-                    "webhook-id": components["parameters"]["WebhookId"];
-                    /**
-                     * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
-                     * @example 1715678467
-                     */
-                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
-                    /**
-                     * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
-                     * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
-                     */
-                    "webhook-signature": components["parameters"]["WebhookSignature"];
-                    /**
-                     * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
-                     * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
-                     */
-                    "User-Agent": components["parameters"]["WebhookUserAgent"];
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["EventExportedNotification"];
-                };
-            };
-            responses: {
-                /** @description Accepted. The response body is ignored. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Retried on the same schedule as `contactMatched`. */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["receiveEventExported"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1558,12 +1446,12 @@ export interface components {
             message: string;
             /** @description Validation failures, present with code 4000. */
             errors?: {
-                /** @description Where the problem is: a JSON Pointer into the body (`/data/endpoint`), or `path.<name>`, `query.<name>` or `header.<name>` for a parameter. */
+                /** @description Where the problem is: a JSON Pointer (RFC 6901) into the body (`/data/endpoint`, `/allowed_domains/0`; the empty string is the whole body), or `path.<name>`, `query.<name>` or `header.<name>` for a parameter. The analytics host's `reason` and the tracking API's `message` name places the same way. */
                 path: string;
                 /** @description What is wrong with that value. */
                 message: string;
             }[];
-            /** @description Identifier of the request, also sent as `X-Request-Id`. */
+            /** @description Identifier of the request, the same value as the `X-Request-Id` response header. Sent in every error body; quote it when reporting a problem. (Optional in the schema so that clients written against the original interface, which does not list it, stay valid.) */
             request_id?: string;
         };
         /**
@@ -1593,7 +1481,7 @@ export interface components {
             error: "invalid_request" | "invalid_payload" | "origin_not_allowed" | "unverified_identity" | "unknown_organisation" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "not_implemented" | "internal_error" | "unavailable";
             /** @description Human-readable explanation. */
             message: string;
-            /** @description Identifier of the request, also sent as `X-Request-Id`. */
+            /** @description Identifier of the request, the same value as the `X-Request-Id` response header. Sent in every error body; quote it when reporting a problem. (Optional in the schema so that clients written against the original interface, which does not list it, stay valid.) */
             request_id?: string;
         };
         /**
@@ -1625,7 +1513,7 @@ export interface components {
             code: 5100 | 5101 | 5104 | 5105 | 5113 | 5115 | 5129 | 5500 | 5503;
             /** @description Human-readable explanation. */
             reason: string;
-            /** @description Identifier of the request, also sent as `X-Request-Id`. */
+            /** @description Identifier of the request, the same value as the `X-Request-Id` response header. Sent in every error body; quote it when reporting a problem. (Optional in the schema so that clients written against the original interface, which does not list it, stay valid.) */
             request_id?: string;
         };
         /** @description Business error of the analytics registration (`/api/v1/register`): user or organisation already exists (400), missing or wrong registration token (401), registration disabled (403), rate limited (429). */
@@ -1637,6 +1525,8 @@ export interface components {
             status: "error";
             /** @description Human-readable explanation. */
             message: string;
+            /** @description Identifier of the request, the same value as the `X-Request-Id` response header. Sent in every error body; quote it when reporting a problem. (Optional in the schema so that clients written against the original interface, which does not list it, stay valid.) */
+            request_id?: string;
         };
         /** @description A user (interface 2.1). `username` always equals `email`. */
         User: {
@@ -2332,11 +2222,15 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4000,
-                 *       "message": "Request validation failed.",
+                 *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
                  *       "errors": [
                  *         {
                  *           "path": "/data/endpoint",
-                 *           "message": "must match format \"uri\""
+                 *           "message": "must be an http or https URL"
+                 *         },
+                 *         {
+                 *           "path": "/data/endpoint",
+                 *           "message": "must be a valid uri"
                  *         }
                  *       ],
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
@@ -2352,13 +2246,6 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                /**
-                 * @example {
-                 *       "code": 4010,
-                 *       "message": "Missing or invalid bearer token.",
-                 *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
-                 *     }
-                 */
                 "application/json": components["schemas"]["PlatformError"];
             };
         };
@@ -2372,7 +2259,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4030,
-                 *       "message": "Organisation is not assigned to this account.",
+                 *       "message": "The organisation is not assigned to this account",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2389,7 +2276,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4040,
-                 *       "message": "Not found.",
+                 *       "message": "Integration not found",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2406,7 +2293,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4130,
-                 *       "message": "Request body too large.",
+                 *       "message": "The body exceeds the limit of 1048576 bytes",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2423,7 +2310,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 4150,
-                 *       "message": "Unsupported media type: send application/json.",
+                 *       "message": "Content-Type must be application/json",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2458,7 +2345,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 5000,
-                 *       "message": "Internal server error.",
+                 *       "message": "Internal error; quote the request id when reporting it",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2476,7 +2363,7 @@ export interface components {
                 /**
                  * @example {
                  *       "code": 5030,
-                 *       "message": "Service temporarily unavailable.",
+                 *       "message": "The database is unavailable; retry shortly",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2510,7 +2397,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "invalid_request",
-                 *       "message": "body/product_id: must be integer",
+                 *       "message": "Invalid request: /product_id must be integer",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2528,7 +2415,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "unknown_organisation",
-                 *       "message": "Unknown or inactive organisation.",
+                 *       "message": "Organisation 42 does not exist or is not active",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2564,7 +2451,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "payload_too_large",
-                 *       "message": "Request body too large.",
+                 *       "message": "The body exceeds the limit of 32768 bytes",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2582,7 +2469,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "unsupported_media_type",
-                 *       "message": "Unsupported media type: send application/json or text/plain.",
+                 *       "message": "Content-Type must be application/json or text/plain",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2601,7 +2488,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "rate_limited",
-                 *       "message": "Too many requests.",
+                 *       "message": "Too many requests from this client address; retry after 37 s",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2619,7 +2506,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "internal_error",
-                 *       "message": "Internal server error.",
+                 *       "message": "Internal error; quote the request id when reporting it",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2638,7 +2525,7 @@ export interface components {
                 /**
                  * @example {
                  *       "error": "unavailable",
-                 *       "message": "Service temporarily unavailable.",
+                 *       "message": "The database is unavailable; retry shortly",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2656,7 +2543,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5113,
-                 *       "reason": "Request body too large.",
+                 *       "reason": "The body exceeds the limit of 1048576 bytes",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2674,7 +2561,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5115,
-                 *       "reason": "Unsupported media type: send application/json.",
+                 *       "reason": "Content-Type must be application/json",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2693,7 +2580,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5129,
-                 *       "reason": "Too many requests.",
+                 *       "reason": "Too many requests from this client address; retry after 37 s",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2711,7 +2598,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5500,
-                 *       "reason": "Internal server error.",
+                 *       "reason": "Internal error; quote the request id when reporting it",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -2730,7 +2617,7 @@ export interface components {
                  * @example {
                  *       "status": "failed",
                  *       "code": 5503,
-                 *       "reason": "Service temporarily unavailable.",
+                 *       "reason": "The database is unavailable; retry shortly",
                  *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                  *     }
                  */
@@ -4642,7 +4529,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": 4090,
-                     *       "message": "Delivery is not failed"
+                     *       "message": "Delivery is pending; only failed or cancelled deliveries can be retried"
                      *     }
                      */
                     "application/json": components["schemas"]["PlatformError"];
@@ -4873,12 +4760,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["ViewEventBody"];
-                /**
-                 * @example {
-                 *       "page": "https://shop.example.com/collections/summer"
-                 *     }
-                 */
-                "text/plain": components["schemas"]["ViewEventBody"];
+                /** @example {"page":"https://shop.example.com/collections/summer"} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -4938,14 +4821,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CartEventBody"];
-                /**
-                 * @example {
-                 *       "cart_url": "https://shop.example.com/cart",
-                 *       "product_id": 7312458963,
-                 *       "cart_value": 59.9
-                 *     }
-                 */
-                "text/plain": components["schemas"]["CartEventBody"];
+                /** @example {"cart_url":"https://shop.example.com/cart","product_id":7312458963,"cart_value":59.9} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -4996,15 +4873,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CartEventBody"];
-                /**
-                 * @example {
-                 *       "cart_url": "https://shop.example.com/cart",
-                 *       "product_id": 7312458963,
-                 *       "line_items": [],
-                 *       "cart_value": 0
-                 *     }
-                 */
-                "text/plain": components["schemas"]["CartEventBody"];
+                /** @example {"cart_url":"https://shop.example.com/cart","product_id":7312458963,"line_items":[],"cart_value":0} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5065,19 +4935,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CheckoutEventBody"];
-                /**
-                 * @example {
-                 *       "checkout": "https://shop.example.com/checkouts/cn/Z2NwLWV1cm9wZS13ZXN0NDox",
-                 *       "items": [
-                 *         {
-                 *           "product_id": 7312458963,
-                 *           "price": 59.9
-                 *         }
-                 *       ],
-                 *       "cart_value": 59.9
-                 *     }
-                 */
-                "text/plain": components["schemas"]["CheckoutEventBody"];
+                /** @example {"checkout":"https://shop.example.com/checkouts/cn/Z2NwLWV1cm9wZS13ZXN0NDox","items":[{"product_id":7312458963,"price":59.9}],"cart_value":59.9} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5133,12 +4992,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["BuyEventBody"];
-                /**
-                 * @example {
-                 *       "order_id": "#1043"
-                 *     }
-                 */
-                "text/plain": components["schemas"]["BuyEventBody"];
+                /** @example {"order_id":"#1043"} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5188,14 +5043,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["ProductViewEventBody"];
-                /**
-                 * @example {
-                 *       "product_id": 7312458963,
-                 *       "price": 59.9,
-                 *       "product_url": "https://shop.example.com/products/linen-shirt"
-                 *     }
-                 */
-                "text/plain": components["schemas"]["ProductViewEventBody"];
+                /** @example {"product_id":7312458963,"price":59.9,"product_url":"https://shop.example.com/products/linen-shirt"} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5243,12 +5092,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CategoryViewEventBody"];
-                /**
-                 * @example {
-                 *       "category": "summer-collection"
-                 *     }
-                 */
-                "text/plain": components["schemas"]["CategoryViewEventBody"];
+                /** @example {"category":"summer-collection"} */
+                "text/plain": string;
             };
         };
         responses: {
@@ -5486,6 +5331,120 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["ReadinessStatus"];
                 };
+            };
+        };
+    };
+    receiveContactMatched: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
+                 * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
+                 * @example 1715678467
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
+                 * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactMatchedNotification"];
+            };
+        };
+        responses: {
+            /** @description Accepted. The response body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Retried on the schedule above. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveEventExported: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
+                 * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
+                 * @example 1715678467
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
+                 * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventExportedNotification"];
+            };
+        };
+        responses: {
+            /** @description Accepted. The response body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Retried on the same schedule as `contactMatched`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

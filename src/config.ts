@@ -45,7 +45,7 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   publicUrl: string;
-  /** PUBLIC_URL was given (else publicUrl is the default, http://localhost:$PORT) */
+  /** PUBLIC_URL was set; otherwise the served document names the address a request reached */
   publicUrlSet: boolean;
   secretKey: string | undefined;
   jwtSecret: string | undefined;

@@ -43,13 +43,13 @@ export async function submitLearningEvent(
 ): Promise<void> {
   const eventVal = body.eventVal as unknown;
   if (typeof eventVal !== 'string' && (typeof eventVal !== 'object' || eventVal === null || Array.isArray(eventVal))) {
-    throw invalidInput('body.eventVal', 'must be a string or an object');
+    throw invalidInput('/eventVal', 'must be a string or an object');
   }
   const eventCategory = body.eventCategory ?? DEFAULT_EVENT_CATEGORY;
   const lang = body.lang ?? DEFAULT_LANG;
   const u = body.u ?? null;
   if (u !== null) {
-    if (!isAbsoluteUrl(u)) throw invalidInput('body.u', 'must be an absolute URL');
+    if (!isAbsoluteUrl(u)) throw invalidInput('/u', 'must be an absolute URL');
   }
 
   const orgId = await resolveOrgToken(deps.db, body.org_token);

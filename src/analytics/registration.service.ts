@@ -85,22 +85,26 @@ export async function registerAnalyticsUser(reg: RegistrationDeps, req: Registra
   });
   try {
     const created = await reg.db.transaction().execute((tx) =>
-      createUserWithOrganisation(tx, {
-        email,
-        name: body.first_name,
-        phone: '',
-        domain: body.domain,
-        organisationName: body.entity,
-        passwordHash,
-        identitySecretEnc: newSealedIdentitySecret(reg.cipher),
-      }, reg.cipher),
+      createUserWithOrganisation(
+        tx,
+        {
+          email,
+          name: body.first_name,
+          phone: '',
+          domain: body.domain,
+          organisationName: body.entity,
+          passwordHash,
+          identitySecretEnc: newSealedIdentitySecret(reg.cipher),
+        },
+        reg.cipher,
+      ),
     );
     // the tracker may have asked for this id before it existed (a cached "unknown")
     reg.organisations.invalidate(created.organisation.id);
   } catch (err) {
     if (err instanceof EmailTaken) throw analyticsError(400, `${email} already registered! Please sign in to continue.`);
     if (err instanceof DomainTaken) throw analyticsError(400, 'Org already exists');
-    if (err instanceof InvalidDomain) throw invalidInput('body.domain', 'is not a domain');
+    if (err instanceof InvalidDomain) throw invalidInput('/domain', 'is not a domain');
     throw err;
   }
 }

@@ -3,13 +3,13 @@
 // and every special outcome maps to the area's error envelope.
 import type Koa from 'koa';
 import { OpenAPIBackend, type Context, type Handler } from 'openapi-backend';
-import type { ErrorObject } from 'ajv';
 import type { Deps } from '../deps.ts';
 import { authenticate } from './registry.ts';
 import { createAjv } from './ajv.ts';
 import { FastRouter } from './router.ts';
 import { contractDocument } from './contract.ts';
-import { ApiError, type FieldError, areaError, areaOf } from './errors.ts';
+import { ApiError, areaError, areaOf, trackingError } from './errors.ts';
+import { requestFieldErrors, summary } from './field-errors.ts';
 import type { HandlerMap } from './types.ts';
 
 /**
@@ -32,43 +32,6 @@ class Backend extends OpenAPIBackend {
     this.validator.router = this.router;
     return this;
   }
-}
-
-const PARTS: Record<string, string> = { requestBody: 'body', path: 'path', query: 'query', header: 'header' };
-
-/** Ajv errors as `[{path, message}]`, paths like `body.data.endpoint` or `path.org_id`. */
-export function fieldErrors(errors: ErrorObject[] | null | undefined): FieldError[] {
-  const out: FieldError[] = [];
-  const seen = new Set<string>();
-  for (const e of errors ?? []) {
-    const segs = e.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-    const [first, ...rest] = segs;
-    const parts = [first ? (PARTS[first] ?? first) : 'request', ...rest];
-    let message = e.message ?? 'is invalid';
-    const params = e.params as Record<string, unknown>;
-    if (e.keyword === 'required') parts.push(String(params.missingProperty));
-    if (e.keyword === 'additionalProperty' || e.keyword === 'additionalProperties') {
-      message = `is not allowed (${String(params.additionalProperty)})`;
-      parts.push(String(params.additionalProperty));
-    }
-    if (e.keyword === 'required') message = 'is required';
-    if (e.keyword === 'enum') message = `must be one of ${(params.allowedValues as unknown[]).map(String).join(', ')}`;
-    // oneOf/anyOf/if wrappers repeat what their branches said
-    if (['oneOf', 'anyOf', 'if'].includes(e.keyword) && out.length > 0) continue;
-    const path = parts.join('.');
-    const key = `${path} ${message}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push({ path, message });
-    if (out.length >= 20) break;
-  }
-  return out;
-}
-
-function summary(errors: FieldError[]): string {
-  if (errors.length === 0) return 'The request is invalid';
-  const first = errors.slice(0, 3).map((e) => `${e.path} ${e.message}`);
-  return `Invalid request: ${first.join('; ')}${errors.length > 3 ? ` (and ${errors.length - 3} more)` : ''}`;
 }
 
 export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenAPIBackend> {
@@ -105,7 +68,11 @@ export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenA
       if (coerced) c.request.params = coerced as never;
     },
     validationFail: (c: Context, ctx: Koa.Context) => {
-      const errors = fieldErrors(c.validation.errors);
+      const errors = requestFieldErrors(c.validation.errors);
+      // the identify payload segment is the payload itself: its own error, as the tracker reads it
+      if (c.operation?.operationId === 'identifyVisitor' && errors.some((e) => e.path === 'path.payload')) {
+        throw trackingError(400, 'invalid_payload', 'The payload is not base64url of a JSON object (at most 4096 characters)');
+      }
       throw areaError(areaOf(ctx.path), 'validation', summary(errors), { errors });
     },
     notFound: (_c: Context, ctx: Koa.Context) => {
@@ -127,11 +94,7 @@ export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenA
       // rethrown, it renders as 503 or 500 instead of a misleading 401
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- whatever the security handler threw, as it was
       if (failure) throw failure;
-      throw new ApiError(
-        401,
-        { code: 4010, message: 'A valid bearer token is required' },
-        { 'WWW-Authenticate': 'Bearer' },
-      );
+      throw new ApiError(401, { code: 4010, message: 'A valid bearer token is required' }, { 'WWW-Authenticate': 'Bearer' });
     },
   };
 
@@ -148,9 +111,7 @@ export async function createApi(deps: Deps, handlers: HandlerMap): Promise<OpenA
   const missing = [...inContract].filter((id) => !inRegistry.has(id));
   const extra = [...inRegistry].filter((id) => !inContract.has(id));
   if (missing.length || extra.length) {
-    throw new Error(
-      `handler registry and contract disagree: missing handlers [${missing.join(', ')}], unknown operations [${extra.join(', ')}]`,
-    );
+    throw new Error(`handler registry and contract disagree: missing handlers [${missing.join(', ')}], unknown operations [${extra.join(', ')}]`);
   }
   return api;
 }

@@ -19,14 +19,14 @@ export { BODY_LIMITS };
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const TEXT_TYPE = /^text\/plain\s*(;|$)/i;
 
-/** The body of an error as written to the client, with the request id for 500s. */
+/** The body of an error as written to the client, with its request id (the X-Request-Id header's value). */
 function render(ctx: Koa.Context, err: ApiError): void {
   ctx.status = err.status;
   for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
   // refused before its body was read (413 on Content-Length, 415): the rest of
   // the body is not worth reading, and the connection cannot be reused safely
   if (!ctx.req.complete) ctx.set('Connection', 'close');
-  ctx.body = err.body;
+  ctx.body = { ...err.body, request_id: ctx.state.requestId as string };
 }
 
 function hasBody(ctx: Koa.Context): boolean {

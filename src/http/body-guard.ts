@@ -6,6 +6,7 @@
 // nesting cannot overflow our stack either; the decoded path and the query
 // string are checked for the same characters.
 import { type Area, type FieldError, areaError } from './errors.ts';
+import { bodyPointer, where } from './field-errors.ts';
 
 /** Objects and arrays nested deeper than this are refused (the body itself is level 1). */
 export const MAX_JSON_DEPTH = 32;
@@ -22,7 +23,7 @@ export function isStorableText(text: string): boolean {
 
 function refuse(area: Area, path: string, message: string): never {
   const errors: FieldError[] = [{ path, message }];
-  throw areaError(area, 'validation', `Invalid request: ${path} ${message}`, { errors });
+  throw areaError(area, 'validation', `Invalid request: ${where(path)} ${message}`, { errors });
 }
 
 interface Entry {
@@ -32,14 +33,11 @@ interface Entry {
   key: string | number;
 }
 
-/** `body.items.0.title`, built only for the one place that is reported. */
+/** The JSON Pointer of an entry (`/items/0/title`), built only for the one place that is reported. */
 function pathOf(e: Entry): string {
-  const parts: string[] = [];
-  for (let cur: Entry | undefined = e; cur; cur = cur.parent) {
-    const k = cur.key;
-    parts.push(typeof k === 'number' || /^[A-Za-z_$][\w$]*$/.test(k) || !cur.parent ? `${k}` : JSON.stringify(k.slice(0, 40)));
-  }
-  return parts.reverse().join('.');
+  const keys: (string | number)[] = [];
+  for (let cur: Entry | undefined = e; cur?.parent; cur = cur.parent) keys.push(cur.key);
+  return bodyPointer(...keys.reverse());
 }
 
 /**
@@ -47,8 +45,8 @@ function pathOf(e: Entry): string {
  * string or key with a NUL character or an unpaired surrogate, or an object
  * or array nested deeper than MAX_JSON_DEPTH (the value itself is level 1).
  */
-export function findUnstorable(value: unknown, root = 'body'): { path: string; message: string } | undefined {
-  const stack: Entry[] = [{ v: value, depth: 1, parent: undefined, key: root }];
+export function findUnstorable(value: unknown): { path: string; message: string } | undefined {
+  const stack: Entry[] = [{ v: value, depth: 1, parent: undefined, key: '' }];
   while (stack.length > 0) {
     const e = stack.pop()!;
     const v = e.v;

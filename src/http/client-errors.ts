@@ -39,12 +39,14 @@ export function answerClientError(err: ParserError, socket: Duplex): void {
   const url = inFlight?.req?.url;
   const area = areaOf(url ? (url.split('?')[0] ?? '/') : pathOf(err.rawPacket));
   const e = areaError(area, kind, message);
-  const body = JSON.stringify(e.body);
-  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[e.status] ?? 'Error';
+  const requestId = randomUUID();
+  const body = JSON.stringify({ ...e.body, request_id: requestId });
+  const reason =
+    { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large' }[e.status] ?? 'Error';
   const cors = area === 'tracking' ? 'Access-Control-Allow-Origin: *\r\n' : '';
   socket.end(
     `HTTP/1.1 ${e.status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\n${cors}Connection: close\r\n\r\n${body}`,
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\n${cors}Connection: close\r\n\r\n${body}`,
   );
   // a client that never reads must not keep the socket
   setTimeout(() => socket.destroy(), 2_000).unref();

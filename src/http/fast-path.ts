@@ -262,7 +262,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
     } catch (e) {
       const err: ApiError = errorFor(e, 'tracking', facts, log);
       status = err.status;
-      write(res, requestId, status, JSON.stringify(err.body), err.headers);
+      write(res, requestId, status, JSON.stringify({ ...err.body, request_id: requestId }), err.headers);
     }
     recordOutcome(metrics, log, 'tracking', facts, status, Number(process.hrtime.bigint() - started) / 1e9);
   }
@@ -291,7 +291,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
       if (res.headersSent) return res.destroy();
       const facts: RequestFacts = { requestId: requestIdOf(header(req, 'x-request-id')), method, path: url, operation: op.operationId };
       const e = errorFor(err, 'tracking', facts, log);
-      write(res, facts.requestId, e.status, JSON.stringify(e.body), e.headers);
+      write(res, facts.requestId, e.status, JSON.stringify({ ...e.body, request_id: facts.requestId }), e.headers);
       recordOutcome(metrics, log, 'tracking', facts, e.status, Number(process.hrtime.bigint() - started) / 1e9);
     });
   };

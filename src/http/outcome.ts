@@ -37,9 +37,7 @@ export function errorFor(raw: unknown, area: Area, req: RequestFacts, log: Logge
   if (status === 400) return areaError(area, 'validation', 'The body is not valid JSON (an object is expected)');
   if (status === 415) return areaError(area, 'unsupported_media_type', 'Unsupported content encoding or charset');
   log.error({ err: raw, requestId, method: req.method, path: req.path }, 'unhandled error');
-  const err = areaError(area, 'internal', `Internal error (request id ${requestId})`);
-  err.body.request_id = requestId;
-  return err;
+  return areaError(area, 'internal', 'Internal error; quote the request id when reporting it');
 }
 
 /** Metrics and logs of one answered request. */

@@ -15,7 +15,7 @@ import path from 'node:path';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
-import { contractJson, contractYaml } from './contract.ts';
+import { servedContract } from './contract.ts';
 import { platformError } from './errors.ts';
 import { dashboardRoutes, webhookDocsHtml } from './registry.ts';
 
@@ -121,13 +121,15 @@ export function siteRouter(deps: Deps): Router {
     ctx.status = 302;
     ctx.redirect('/dashboard');
   });
+  // PUBLIC_URL, else the address this request reached (scheme and Host)
+  const instance = (ctx: Koa.Context) => (deps.config.publicUrlSet ? deps.config.publicUrl : `${ctx.protocol}://${ctx.host}`);
   router.get('/openapi.json', (ctx) => {
     hardened(ctx);
-    send(ctx, 'application/json; charset=utf-8', contractJson());
+    send(ctx, 'application/json; charset=utf-8', servedContract(instance(ctx)).json);
   });
   router.get('/openapi.yaml', (ctx) => {
     hardened(ctx);
-    send(ctx, 'application/yaml; charset=utf-8', contractYaml());
+    send(ctx, 'application/yaml; charset=utf-8', servedContract(instance(ctx)).yaml);
   });
   const docsPolicy = docsCsp(inlineStyles(DOCS_HTML));
   router.get('/docs', (ctx) => {

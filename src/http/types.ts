@@ -2,9 +2,13 @@
 // input and its success responses are checked against the document at compile time.
 import type { Context as OasContext } from 'openapi-backend';
 import type Koa from 'koa';
-import type { components, operations } from '../../generated/openapi.ts';
+import type { components, operations, webhooks } from '../../generated/openapi.ts';
 
-export type OperationId = keyof operations;
+/** Operations Trackway sends (the `webhooks` section), not ones it serves. */
+type WebhookOperation = webhooks[keyof webhooks]['post'];
+export type WebhookOperationId = { [K in keyof operations]: operations[K] extends WebhookOperation ? K : never }[keyof operations];
+/** Operations the server serves: every operation of the contract except the webhooks it sends. */
+export type OperationId = Exclude<keyof operations, WebhookOperationId>;
 export type Schemas = components['schemas'];
 
 /** openapi-typescript writes `never` for absent parts; handlers see `undefined` instead. */
@@ -31,11 +35,7 @@ export type QueryOf<K extends OperationId> = Part<K, 'query'>;
 
 type Responses<K extends OperationId> = operations[K]['responses'];
 
-type ContentBody<R> = R extends { content: infer C }
-  ? C extends Record<string, infer B>
-    ? B
-    : undefined
-  : undefined;
+type ContentBody<R> = R extends { content: infer C } ? (C extends Record<string, infer B> ? B : undefined) : undefined;
 
 /** Every documented 2xx response of the operation, as `{status, body}`. */
 export type SuccessOf<K extends OperationId> = {
@@ -59,9 +59,6 @@ export type OpContext<K extends OperationId> = Omit<OasContext, 'request' | 'sec
   security: { authorized: boolean; bearerAuth?: Principal };
 };
 
-export type HandlerFor<K extends OperationId> = (
-  c: OpContext<K>,
-  ctx: Koa.Context,
-) => Promise<SuccessOf<K>> | SuccessOf<K>;
+export type HandlerFor<K extends OperationId> = (c: OpContext<K>, ctx: Koa.Context) => Promise<SuccessOf<K>> | SuccessOf<K>;
 
 export type HandlerMap<K extends OperationId = OperationId> = { [Id in K]: HandlerFor<Id> };

@@ -18,8 +18,11 @@ function unauthorized(message: string) {
 
 export async function authenticate(deps: Deps, header: string, platformInPath: string | undefined): Promise<Principal> {
   if (!header) throw unauthorized('A bearer token is required');
-  const m = BEARER.exec(header.trim());
-  if (!m) throw unauthorized('The Authorization header must be "Bearer <token>"');
+  const value = header.trim();
+  // `Bearer <anything>` has the right shape: a token that is not one of ours is invalid, not misplaced
+  if (!/^Bearer\s+\S/i.test(value)) throw unauthorized('The Authorization header must be "Bearer <token>"');
+  const m = BEARER.exec(value);
+  if (!m) throw unauthorized('The bearer token is invalid or expired');
   const claims = await deps.tokens.verify(m[1]!);
   if (!claims) throw unauthorized('The bearer token is invalid or expired');
   if (platformInPath !== undefined && claims.platform !== platformInPath) {

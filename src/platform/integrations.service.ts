@@ -66,7 +66,7 @@ function checkEndpoint(endpoint: string): void {
     url = undefined;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
-    throw invalid('body.data.endpoint', 'must be an absolute http or https URL');
+    throw invalid('/data/endpoint', 'must be an absolute http or https URL');
   }
 }
 
@@ -111,7 +111,11 @@ export function integrationView(cipher: Cipher, row: IntegrationRow, health: Int
 
 /** Integrations as answered: each with its endpoint's health (one keyed read for all of them). */
 async function withHealth(deps: IntegrationDeps, orgId: number, rows: IntegrationRow[]): Promise<Integration[]> {
-  const health = await readEndpointHealth(deps.db, orgId, rows.map((r) => r.id));
+  const health = await readEndpointHealth(
+    deps.db,
+    orgId,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => integrationView(deps.cipher, r, healthView(health.get(r.id))));
 }
 

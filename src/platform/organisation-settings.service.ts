@@ -4,6 +4,7 @@
 // through `trackway_organisations`, in every other one.
 import type { Deps } from '../deps.ts';
 import { type FieldError, platformError } from '../http/errors.ts';
+import { summary } from '../http/field-errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { MAX_ALLOWED_DOMAINS, normaliseAllowedDomain } from '../identity/url-policy.ts';
 import { newIdentitySecret } from '../identity/verification.ts';
@@ -49,8 +50,7 @@ export async function trustSettings(deps: SettingsDeps, row: OrganisationRow): P
 }
 
 function invalid(errors: FieldError[]) {
-  const first = errors.slice(0, 3).map((e) => `${e.path} ${e.message}`);
-  return platformError(400, 4000, `Invalid request: ${first.join('; ')}${errors.length > 3 ? ` (and ${errors.length - 3} more)` : ''}`, errors);
+  return platformError(400, 4000, summary(errors), errors);
 }
 
 /** The allowed_domains sent, normalised (lower-case, duplicates dropped), or the problems with them. */
@@ -59,11 +59,12 @@ export function parseAllowedDomains(raw: string[]): string[] {
   const out: string[] = [];
   raw.forEach((entry, i) => {
     const host = normaliseAllowedDomain(entry);
-    if (typeof host !== 'string') errors.push({ path: `body.allowed_domains.${i}`, message: host.error });
+    if (typeof host !== 'string') errors.push({ path: `/allowed_domains/${i}`, message: host.error });
     else if (!out.includes(host)) out.push(host);
   });
-  if (raw.length === 0) errors.push({ path: 'body.allowed_domains', message: 'must list at least one host name (send null for the default)' });
-  if (raw.length > MAX_ALLOWED_DOMAINS) errors.push({ path: 'body.allowed_domains', message: `must not list more than ${MAX_ALLOWED_DOMAINS} host names` });
+  if (raw.length === 0) errors.push({ path: '/allowed_domains', message: 'must list at least one host name (send null for the default)' });
+  if (raw.length > MAX_ALLOWED_DOMAINS)
+    errors.push({ path: '/allowed_domains', message: `must not list more than ${MAX_ALLOWED_DOMAINS} host names` });
   if (errors.length > 0) throw invalid(errors);
   return out;
 }
@@ -82,7 +83,7 @@ export async function changeSettings<T>(
   if (body.enforce_origin !== undefined) change.enforce_origin = body.enforce_origin;
   if (body.identity_verification !== undefined) change.identity_verification = body.identity_verification;
   if (Object.keys(change).length === 0) {
-    throw invalid([{ path: 'body', message: 'must set at least one of identity_verification, allowed_domains, enforce_origin' }]);
+    throw invalid([{ path: '', message: 'must set at least one of identity_verification, allowed_domains, enforce_origin' }]);
   }
   await deps.db.transaction().execute(async (tx) => {
     await updateSettings(tx, orgId, change);

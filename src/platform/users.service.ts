@@ -93,7 +93,10 @@ export async function login(
   // Count the attempt before checking it, so a burst of parallel guesses is
   // limited too; a success is forgiven below.
   if (limits.length > 0) {
-    const counters = await countAttempt(db, limits.map((l) => ({ key: l.key, windowMs: l.limit.windowMs })));
+    const counters = await countAttempt(
+      db,
+      limits.map((l) => ({ key: l.key, windowMs: l.limit.windowMs })),
+    );
     const over = counters.filter((c) => c.failures > limits.find((l) => l.key === c.key)!.limit.limit);
     if (over.length > 0) {
       const retryAfter = Math.max(...over.map((c) => c.retryAfter));
@@ -145,16 +148,20 @@ export async function registerClientUser(
   }
   try {
     const created = await deps.db.transaction().execute((tx) =>
-      createUserWithOrganisation(tx, {
-        email: body.email,
-        name: body.name ?? '',
-        phone: body.phone ?? '',
-        domain: body.domain,
-        organisationName: body.organisation_name ?? '',
-        passwordHash: null,
-        platformUserId: principal.userId,
-        identitySecretEnc: newSealedIdentitySecret(deps.cipher),
-      }, deps.cipher),
+      createUserWithOrganisation(
+        tx,
+        {
+          email: body.email,
+          name: body.name ?? '',
+          phone: body.phone ?? '',
+          domain: body.domain,
+          organisationName: body.organisation_name ?? '',
+          passwordHash: null,
+          platformUserId: principal.userId,
+          identitySecretEnc: newSealedIdentitySecret(deps.cipher),
+        },
+        deps.cipher,
+      ),
     );
     // the tracker may have asked for this id before it existed (a cached "unknown")
     deps.organisations.invalidate(created.organisation.id);
@@ -163,9 +170,7 @@ export async function registerClientUser(
     if (err instanceof EmailTaken) throw platformError(409, 4009, 'Email Already exists');
     if (err instanceof DomainTaken) throw platformError(409, 40010, 'Organisation Exists. Cannot assign existing Organisations.');
     if (err instanceof InvalidDomain) {
-      throw platformError(400, 4000, 'Invalid request: body.domain is not a domain', [
-        { path: 'body.domain', message: 'is not a domain' },
-      ]);
+      throw platformError(400, 4000, 'Invalid request: /domain is not a domain', [{ path: '/domain', message: 'is not a domain' }]);
     }
     throw err;
   }

@@ -6,6 +6,7 @@ import { createAjv } from '../http/ajv.ts';
 import { findUnstorable } from '../http/body-guard.ts';
 import { contractDocument } from '../http/contract.ts';
 import { trackingError } from '../http/errors.ts';
+import { valueFieldErrors } from '../http/field-errors.ts';
 import type { Schemas } from '../http/types.ts';
 
 export type IdentifyPayload = Schemas['IdentifyPayload'];
@@ -45,12 +46,12 @@ export function decodeIdentifyPayload(segment: string): IdentifyPayload {
   }
   const v = validate();
   if (!v(value)) {
-    const first = v.errors?.[0];
-    const where = first?.instancePath ? first.instancePath.slice(1) : 'payload';
-    throw invalid(`The decoded payload is invalid: ${where} ${first?.message ?? 'is invalid'}`);
+    const first = valueFieldErrors(v.errors)[0];
+    const field = first && first.path !== '' ? first.path.slice(1) : 'payload';
+    throw invalid(`The decoded payload is invalid: ${field} ${first?.message ?? 'is invalid'}`);
   }
   // what the body guard refuses in bodies: text PostgreSQL cannot store
-  const bad = findUnstorable(value, 'payload');
-  if (bad) throw invalid(`The decoded payload is invalid: ${bad.path} ${bad.message}`);
+  const bad = findUnstorable(value);
+  if (bad) throw invalid(`The decoded payload is invalid: ${bad.path === '' ? 'payload' : bad.path.slice(1)} ${bad.message}`);
   return value as IdentifyPayload;
 }

@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, type Merchant, newAccount, newMerchant } from '../platform/helpers.ts';
 import { UNKNOWN_TOKEN, learn } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 import { expectInvalid } from '../support/expect.ts';
 
 describe('learning events (interface 4.7)', () => {
@@ -16,12 +17,10 @@ describe('learning events (interface 4.7)', () => {
   });
   after(() => srv.stop());
 
-  const stored = (orgId: number) =>
-    srv.database.handle.db.selectFrom('learn_events').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+  const stored = (orgId: number) => srv.database.handle.db.selectFrom('learn_events').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
 
   const list = (m: Merchant, query = '', account: Account = acme) =>
     srv.api.get(`/v1/rest/${account.platform}/organisations/${m.organisation.id}/learn-events${query}`, { token: account.token });
-
 
   describe('POST /rest/v1/learn/event', () => {
     it('stores an event with every field and answers 200 {status: "success"}', async () => {
@@ -41,7 +40,12 @@ describe('learning events (interface 4.7)', () => {
       const rows = await stored(m.organisation.id);
       expect(rows).to.have.length(1);
       const row = rows[0]!;
-      expect(row).to.include({ event_name: 'newsletter_signup', event_category: 'CRM', u: 'https://shop.example.com/pages/newsletter?x=1#top', lang: 'pt-BR' });
+      expect(row).to.include({
+        event_name: 'newsletter_signup',
+        event_category: 'CRM',
+        u: 'https://shop.example.com/pages/newsletter?x=1#top',
+        lang: 'pt-BR',
+      });
       expect(row.event_val).to.deep.equal({ list: 'weekly', source: 'footer', nested: { n: 1, ok: true, tags: ['a', 'b'], none: null } });
       // stored with the time received (the database's clock; same machine, generous bounds)
       expect(row.received_at.getTime()).to.be.within(before - 5_000, after + 5_000);
@@ -84,16 +88,26 @@ describe('learning events (interface 4.7)', () => {
       for (const u of ['', 'not a url', '/relative/path', 'shop.example.com/page', '//shop.example.com/x', 'https://exa mple.com/', 42, null]) {
         expectInvalid(await learn(srv, { org_token: m.organisation.token, eventName: 'u', eventVal: 'x', u }), `u=${JSON.stringify(u)}`);
       }
-      expect((await stored(m.organisation.id)).map((e) => e.u)).to.deep.equal(['https://shop.example.com/a', 'http://127.0.0.1:8080/x?y=z', 'mailto:owner@shop.example']);
+      expect((await stored(m.organisation.id)).map((e) => e.u)).to.deep.equal([
+        'https://shop.example.com/a',
+        'http://127.0.0.1:8080/x?y=z',
+        'mailto:owner@shop.example',
+      ]);
     });
 
     it('answers an unknown org_token with 400 and code 5104, exactly', async () => {
       const m = await newMerchant(srv, acme);
       const token = m.organisation.token;
-      for (const org_token of ['nope', token.slice(0, -1), `${token}x`, token.toUpperCase() === token ? token.toLowerCase() : token.toUpperCase(), 'x'.repeat(128)]) {
+      for (const org_token of [
+        'nope',
+        token.slice(0, -1),
+        `${token}x`,
+        token.toUpperCase() === token ? token.toLowerCase() : token.toUpperCase(),
+        'x'.repeat(128),
+      ]) {
         const r = await learn(srv, { org_token, eventName: 'e', eventVal: 'v' });
         expect(r.status, org_token).to.equal(400);
-        expect(r.body).to.deep.equal(UNKNOWN_TOKEN);
+        expect(errorBody(r)).to.deep.equal(UNKNOWN_TOKEN);
       }
       expect(await stored(m.organisation.id)).to.have.length(0);
     });
@@ -103,7 +117,7 @@ describe('learning events (interface 4.7)', () => {
       await srv.database.handle.db.updateTable('organisations').set({ is_active: false }).where('id', '=', m.organisation.id).execute();
       const r = await learn(srv, { org_token: m.organisation.token, eventName: 'e', eventVal: 'v' });
       expect(r.status).to.equal(400);
-      expect(r.body).to.deep.equal(UNKNOWN_TOKEN);
+      expect(errorBody(r)).to.deep.equal(UNKNOWN_TOKEN);
       expect(await stored(m.organisation.id)).to.have.length(0);
     });
 
@@ -186,7 +200,17 @@ describe('learning events (interface 4.7)', () => {
     it('answers a missing, empty or non-JSON body, and JSON that is not an object, with 400/5100', async () => {
       const missing = await srv.api.request('POST', '/rest/v1/learn/event');
       expectInvalid(missing, 'no body');
-      for (const raw of ['', '{bad', '{"org_token": "x",}', '"a string"', '12', 'null', 'true', '[]', '[{"org_token":"x","eventName":"e","eventVal":"v"}]']) {
+      for (const raw of [
+        '',
+        '{bad',
+        '{"org_token": "x",}',
+        '"a string"',
+        '12',
+        'null',
+        'true',
+        '[]',
+        '[{"org_token":"x","eventName":"e","eventVal":"v"}]',
+      ]) {
         const r = await srv.api.request('POST', '/rest/v1/learn/event', { raw, headers: { 'content-type': 'application/json' } });
         expectInvalid(r, `raw ${raw}`);
       }
@@ -194,7 +218,10 @@ describe('learning events (interface 4.7)', () => {
 
     it('answers a body sent with another media type with 415/5115 in the analytics shape', async () => {
       for (const type of ['application/x-www-form-urlencoded', 'text/plain']) {
-        const r = await srv.api.request('POST', '/rest/v1/learn/event', { raw: 'org_token=x&eventName=e&eventVal=v', headers: { 'content-type': type } });
+        const r = await srv.api.request('POST', '/rest/v1/learn/event', {
+          raw: 'org_token=x&eventName=e&eventVal=v',
+          headers: { 'content-type': type },
+        });
         expect(r.status, type).to.equal(415);
         expect(r.body).to.include({ status: 'failed', code: 5115 });
       }
@@ -208,10 +235,17 @@ describe('learning events (interface 4.7)', () => {
   });
 
   describe('GET /v1/rest/{platform_name}/organisations/{org_id}/learn-events', () => {
-    it('lists the organisation\'s events newest first as LearnEvent items', async () => {
+    it("lists the organisation's events newest first as LearnEvent items", async () => {
       const m = await newMerchant(srv, acme);
       await learn(srv, { org_token: m.organisation.token, eventName: 'first', eventVal: 'SUMMER10' });
-      await learn(srv, { org_token: m.organisation.token, eventName: 'second', eventVal: { list: 'weekly' }, eventCategory: 'CRM', u: 'https://shop.example.com/n', lang: 'de' });
+      await learn(srv, {
+        org_token: m.organisation.token,
+        eventName: 'second',
+        eventVal: { list: 'weekly' },
+        eventCategory: 'CRM',
+        u: 'https://shop.example.com/n',
+        lang: 'de',
+      });
       const r = await list(m);
       expect(r.status).to.equal(200);
       expect(r.body.next_cursor).to.equal(null);
@@ -287,7 +321,7 @@ describe('learning events (interface 4.7)', () => {
       expect(missing.body.code).to.equal(4030);
     });
 
-    it('requires a bearer token of the path\'s platform (401/4010)', async () => {
+    it("requires a bearer token of the path's platform (401/4010)", async () => {
       const m = await newMerchant(srv, acme);
       const none = await srv.api.get(`/v1/rest/acme/organisations/${m.organisation.id}/learn-events`);
       expect(none.status).to.equal(401);

@@ -8,12 +8,12 @@ import { verifyPassword } from '../../src/platform/passwords.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
 import { REGISTRATION_TOKEN, learn, organisationOf, register, registration } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 import { expectInvalid } from '../support/expect.ts';
 
 const SUCCESS = { status: 'success', message: 'Registration successful' };
 const ORG_EXISTS = { status: 'error', message: 'Org already exists' };
 const alreadyRegistered = (email: string) => ({ status: 'error', message: `${email} already registered! Please sign in to continue.` });
-
 
 describe('analytics registration (interface 4.8)', () => {
   let srv: TestServer;
@@ -87,7 +87,7 @@ describe('analytics registration (interface 4.8)', () => {
       for (const domain of [`${n}.example.org`, `WWW.${n}.EXAMPLE.ORG.`, `http://${n}.example.org:8080/other`]) {
         const r = await register(srv, registration({ domain }));
         expect(r.status, domain).to.equal(400);
-        expect(r.body, domain).to.deep.equal(ORG_EXISTS);
+        expect(errorBody(r), domain).to.deep.equal(ORG_EXISTS);
       }
     });
   });
@@ -99,11 +99,11 @@ describe('analytics registration (interface 4.8)', () => {
       const again = registration({ email: first.email });
       const r = await register(srv, again);
       expect(r.status).to.equal(400);
-      expect(r.body).to.deep.equal(alreadyRegistered(first.email));
+      expect(errorBody(r)).to.deep.equal(alreadyRegistered(first.email));
       const upper = first.email.toUpperCase();
       const r2 = await register(srv, registration({ email: upper }));
       expect(r2.status).to.equal(400);
-      expect(r2.body).to.deep.equal(alreadyRegistered(upper));
+      expect(errorBody(r2)).to.deep.equal(alreadyRegistered(upper));
       // nothing was created for the refused registrations
       expect(await organisationOf(srv, again.domain)).to.equal(undefined);
     });
@@ -114,7 +114,7 @@ describe('analytics registration (interface 4.8)', () => {
       const again = registration({ domain: first.domain });
       const r = await register(srv, again);
       expect(r.status).to.equal(400);
-      expect(r.body).to.deep.equal(ORG_EXISTS);
+      expect(errorBody(r)).to.deep.equal(ORG_EXISTS);
       expect(await userOf(again.email)).to.equal(undefined);
     });
 
@@ -122,7 +122,7 @@ describe('analytics registration (interface 4.8)', () => {
       const first = registration();
       expect((await register(srv, first)).status).to.equal(200);
       const r = await register(srv, registration({ email: first.email, domain: first.domain }));
-      expect(r.body).to.deep.equal(alreadyRegistered(first.email));
+      expect(errorBody(r)).to.deep.equal(alreadyRegistered(first.email));
     });
   });
 
@@ -131,27 +131,39 @@ describe('analytics registration (interface 4.8)', () => {
       const m = await newMerchant(srv, acme);
       const byEmail = await register(srv, registration({ email: m.user.email }));
       expect(byEmail.status).to.equal(400);
-      expect(byEmail.body).to.deep.equal(alreadyRegistered(m.user.email));
+      expect(errorBody(byEmail)).to.deep.equal(alreadyRegistered(m.user.email));
       const byDomain = await register(srv, registration({ domain: `https://www.${m.organisation.domain}/` }));
       expect(byDomain.status).to.equal(400);
-      expect(byDomain.body).to.deep.equal(ORG_EXISTS);
+      expect(errorBody(byDomain)).to.deep.equal(ORG_EXISTS);
     });
 
     it('makes the platform API refuse an email (409/4009) or a domain (409/40010) registered here', async () => {
       const body = registration();
       expect((await register(srv, body)).status).to.equal(200);
-      const byEmail = await srv.api.post('/v1/rest/acme/users/register', { email: body.email.toUpperCase(), domain: `${unique('p')}.shop.example` }, { token: acme.token });
+      const byEmail = await srv.api.post(
+        '/v1/rest/acme/users/register',
+        { email: body.email.toUpperCase(), domain: `${unique('p')}.shop.example` },
+        { token: acme.token },
+      );
       expect(byEmail.status).to.equal(409);
-      expect(byEmail.body).to.deep.equal({ code: 4009, message: 'Email Already exists' });
-      const byDomain = await srv.api.post('/v1/rest/acme/users/register', { email: `${unique('p')}@merchant.example`, domain: body.domain }, { token: acme.token });
+      expect(errorBody(byEmail)).to.deep.equal({ code: 4009, message: 'Email Already exists' });
+      const byDomain = await srv.api.post(
+        '/v1/rest/acme/users/register',
+        { email: `${unique('p')}@merchant.example`, domain: body.domain },
+        { token: acme.token },
+      );
       expect(byDomain.status).to.equal(409);
-      expect(byDomain.body).to.deep.equal({ code: 40010, message: 'Organisation Exists. Cannot assign existing Organisations.' });
+      expect(errorBody(byDomain)).to.deep.equal({ code: 40010, message: 'Organisation Exists. Cannot assign existing Organisations.' });
     });
 
     it('does not let an analytics registration log in to the platform API', async () => {
       const body = registration();
       expect((await register(srv, body)).status).to.equal(200);
-      const r = await srv.api.post('/v1/rest/acme/users/login', { email: body.email, password: body.password }, { headers: { 'x-forwarded-for': '203.0.113.9' } });
+      const r = await srv.api.post(
+        '/v1/rest/acme/users/login',
+        { email: body.email, password: body.password },
+        { headers: { 'x-forwarded-for': '203.0.113.9' } },
+      );
       expect(r.status).to.equal(401);
       expect(r.body.code).to.equal(4011);
     });
@@ -163,7 +175,7 @@ describe('analytics registration (interface 4.8)', () => {
       const bodies = Array.from({ length: 6 }, () => registration({ email }));
       const replies = await Promise.all(bodies.map((b) => register(srv, b)));
       expect(replies.map((r) => r.status).sort()).to.deep.equal([200, 400, 400, 400, 400, 400]);
-      for (const r of replies.filter((x) => x.status === 400)) expect(r.body).to.deep.equal(alreadyRegistered(email));
+      for (const r of replies.filter((x) => x.status === 400)) expect(errorBody(r)).to.deep.equal(alreadyRegistered(email));
       const orgs = await Promise.all(bodies.map((b) => organisationOf(srv, b.domain)));
       expect(orgs.filter(Boolean)).to.have.length(1);
     });
@@ -173,19 +185,19 @@ describe('analytics registration (interface 4.8)', () => {
       const bodies = Array.from({ length: 6 }, (_, i) => registration({ domain: i % 2 ? `${n}.example.org` : `https://WWW.${n}.example.org/` }));
       const replies = await Promise.all(bodies.map((b) => register(srv, b)));
       expect(replies.map((r) => r.status).sort()).to.deep.equal([200, 400, 400, 400, 400, 400]);
-      for (const r of replies.filter((x) => x.status === 400)) expect(r.body).to.deep.equal(ORG_EXISTS);
+      for (const r of replies.filter((x) => x.status === 400)) expect(errorBody(r)).to.deep.equal(ORG_EXISTS);
       const users = await Promise.all(bodies.map((b) => userOf(b.email)));
       expect(users.filter(Boolean)).to.have.length(1);
     });
 
-    it('lets one of an analytics and a platform registration of one email win, the other gets its own area\'s answer', async () => {
+    it("lets one of an analytics and a platform registration of one email win, the other gets its own area's answer", async () => {
       const email = `${unique('race')}@owner.example`;
       const [a, p] = await Promise.all([
         register(srv, registration({ email })),
         srv.api.post('/v1/rest/acme/users/register', { email, domain: `${unique('p')}.shop.example` }, { token: acme.token }),
       ]);
       expect([a.status, p.status].sort()).to.satisfy((s: number[]) => (s[0] === 200 && s[1] === 409) || (s[0] === 201 && s[1] === 400));
-      if (a.status === 400) expect(a.body).to.deep.equal(alreadyRegistered(email));
+      if (a.status === 400) expect(errorBody(a)).to.deep.equal(alreadyRegistered(email));
       if (p.status === 409) expect(p.body.code).to.equal(4009);
     });
   });
@@ -193,13 +205,21 @@ describe('analytics registration (interface 4.8)', () => {
   describe('registration token', () => {
     it('answers a missing, empty or wrong token with 401 {status: error, message} and creates nothing', async () => {
       const body = registration();
-      const tokens: (string | null)[] = [null, '', 'wrong', `${REGISTRATION_TOKEN}x`, REGISTRATION_TOKEN.slice(0, -1), REGISTRATION_TOKEN.toUpperCase(), ` ${REGISTRATION_TOKEN}`];
+      const tokens: (string | null)[] = [
+        null,
+        '',
+        'wrong',
+        `${REGISTRATION_TOKEN}x`,
+        REGISTRATION_TOKEN.slice(0, -1),
+        REGISTRATION_TOKEN.toUpperCase(),
+        ` ${REGISTRATION_TOKEN}`,
+      ];
       for (const token of tokens) {
         const r = await register(srv, body, { token });
         expect(r.status, String(token)).to.equal(401);
         expect(r.body.status).to.equal('error');
         expect(r.body.message).to.be.a('string').and.not.empty;
-        expect(Object.keys(r.body).sort()).to.deep.equal(['message', 'status']);
+        expect(Object.keys(errorBody(r)).sort()).to.deep.equal(['message', 'status']);
       }
       expect(await userOf(body.email)).to.equal(undefined);
       expect(await organisationOf(srv, body.domain)).to.equal(undefined);
@@ -208,7 +228,9 @@ describe('analytics registration (interface 4.8)', () => {
 
     it('takes the token from the query only, not from a header or the body', async () => {
       const body = registration();
-      const r = await srv.api.post('/api/v1/register', body, { headers: { authorization: `Bearer ${REGISTRATION_TOKEN}`, 'x-forwarded-for': '203.0.113.10' } });
+      const r = await srv.api.post('/api/v1/register', body, {
+        headers: { authorization: `Bearer ${REGISTRATION_TOKEN}`, 'x-forwarded-for': '203.0.113.10' },
+      });
       expect(r.status).to.equal(401);
       const withField = await register(srv, { ...body, token: REGISTRATION_TOKEN }, { token: null });
       expectInvalid(withField, 'token in the body');
@@ -252,13 +274,18 @@ describe('analytics registration (interface 4.8)', () => {
         const body = registration({ domain });
         const r = await register(srv, body);
         expectInvalid(r, domain);
-        expect(r.body.reason).to.include('body.domain');
+        expect(r.body.reason).to.include('/domain');
         expect(await userOf(body.email)).to.equal(undefined);
       }
     });
 
     it('refuses text PostgreSQL cannot store with 5100, never 500', async () => {
-      for (const over of [{ first_name: 'Ma\u0000ria' }, { entity: 'Bake\u0000ry' }, { domain: `${unique('nul')}.exa\u0000mple` }, { entity: 'lone \ud800' }]) {
+      for (const over of [
+        { first_name: 'Ma\u0000ria' },
+        { entity: 'Bake\u0000ry' },
+        { domain: `${unique('nul')}.exa\u0000mple` },
+        { entity: 'lone \ud800' },
+      ]) {
         const body = registration(over);
         const r = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`, {
           raw: JSON.stringify(body),
@@ -273,7 +300,10 @@ describe('analytics registration (interface 4.8)', () => {
       const none = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`);
       expectInvalid(none, 'no body');
       for (const raw of ['', '{bad', '[]', '"x"']) {
-        const r = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`, { raw, headers: { 'content-type': 'application/json' } });
+        const r = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`, {
+          raw,
+          headers: { 'content-type': 'application/json' },
+        });
         expectInvalid(r, `raw ${raw}`);
       }
       const form = await srv.api.request('POST', `/api/v1/register?token=${REGISTRATION_TOKEN}`, {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import YAML from 'yaml';
+import { createAjv } from '../../src/http/ajv.ts';
 import { staleFiles } from '../../scripts/generate.ts';
 import { doc, operations, route } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
@@ -36,9 +37,10 @@ describe('contract', () => {
       ['GET', '/v1/rest/acme/organisations/1/learn-events'],
       ['GET', '/jsv1/identify/1/r/c/eyJ9'],
       ['GET', '/jsv1/1/r/c/null/event/view'],
-      ...['view', 'updatecart', 'removefromcart', 'checkout', 'buy', 'productview', 'categoryview'].map(
-        (e): [string, string] => ['POST', `/jsv1/1/r/c/null/event/${e}`],
-      ),
+      ...['view', 'updatecart', 'removefromcart', 'checkout', 'buy', 'productview', 'categoryview'].map((e): [string, string] => [
+        'POST',
+        `/jsv1/1/r/c/null/event/${e}`,
+      ]),
       ['POST', '/rest/v1/learn/event'],
       ['POST', '/api/v1/register?token=x'],
     ];
@@ -58,13 +60,59 @@ describe('contract', () => {
     }
   });
 
-  it('publishes the bundled document at /openapi.json and /openapi.yaml', async () => {
+  it('publishes the bundled document at /openapi.json and /openapi.yaml, this instance first in servers', async () => {
+    // without PUBLIC_URL: the address the request reached
+    const here = { url: srv.url, description: 'This Trackway instance (every area)' };
+    const published = JSON.parse(JSON.stringify({ ...doc, servers: [here, ...(doc.servers as unknown[])] }));
+    for (const item of Object.values(published.paths as Record<string, { servers?: unknown[] }>)) {
+      if (item.servers) item.servers = [here, ...item.servers];
+    }
     const json = await srv.api.get('/openapi.json', { unchecked: true });
     expect(json.status).to.equal(200);
-    expect(json.body).to.deep.equal(doc);
+    expect(json.body.servers).to.deep.equal(published.servers);
+    expect(json.body).to.deep.equal(published);
     const yaml = await srv.api.get('/openapi.yaml', { unchecked: true });
     expect(yaml.status).to.equal(200);
     expect(yaml.headers.get('content-type')).to.match(/^application\/yaml/);
-    expect(YAML.parse(yaml.text)).to.deep.equal(doc);
+    expect(YAML.parse(yaml.text)).to.deep.equal(published);
+  });
+
+  it('names PUBLIC_URL first in servers when it is set', async () => {
+    const other = await startTestServer({ PUBLIC_URL: 'https://trackway.shop-platform.example/' });
+    try {
+      const json = await other.api.get('/openapi.json', { unchecked: true });
+      expect(json.body.servers[0]).to.deep.equal({
+        url: 'https://trackway.shop-platform.example',
+        description: 'This Trackway instance (every area)',
+      });
+      expect(json.body.servers.slice(1)).to.deep.equal(doc.servers);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('describes text/plain event bodies as JSON strings whose content is the application/json schema', () => {
+    const ajv = createAjv();
+    ajv.addSchema(doc, 'contract');
+    let seen = 0;
+    for (const item of Object.values(doc.paths as Record<string, Record<string, any>>)) {
+      for (const op of Object.values(item)) {
+        const content = op?.requestBody?.content;
+        if (!content?.['text/plain']) continue;
+        seen++;
+        const plain = content['text/plain'];
+        // what a validator that knows nothing of contentSchema checks: a string
+        expect(plain.schema.type, op.operationId).to.equal('string');
+        expect(plain.schema.contentMediaType, op.operationId).to.equal('application/json');
+        expect(plain.schema.contentSchema, op.operationId).to.deep.equal(content['application/json'].schema);
+        expect(plain.example, op.operationId).to.be.a('string');
+        // the string holds JSON that the application/json schema accepts
+        const inside = JSON.parse(plain.example as string);
+        const ref = (plain.schema.contentSchema as { $ref?: string }).$ref;
+        const check = ajv.compile(ref?.startsWith('#') ? { $ref: `contract${ref}` } : plain.schema.contentSchema);
+        expect(check(inside), `${op.operationId}: ${JSON.stringify(check.errors)}`).to.equal(true);
+      }
+    }
+    expect(seen).to.equal(7);
   });
 });

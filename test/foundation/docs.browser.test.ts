@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import { newAccount } from '../platform/helpers.ts';
 
 describe('API reference (/docs) in Chromium', function () {
   let browser: Browser;
@@ -102,6 +103,42 @@ describe('API reference (/docs) in Chromium', function () {
       expect(cspMessages, 'CSP messages in the console').to.deep.equal([]);
       // the inline style of /docs/webhooks applies (allowed by its hash)
       expect(styled).to.not.equal('rgba(0, 0, 0, 0)');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('"Try it out" logs in against this server: the served servers list it first, Execute answers 200', async () => {
+    const account = await newAccount(srv);
+    const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+    try {
+      const page: Page = await context.newPage();
+      const outside: string[] = [];
+      page.on('request', (r) => {
+        if (!r.url().startsWith(srv.url) && !r.url().startsWith('data:')) outside.push(r.url());
+      });
+      await page.goto(`${srv.url}/docs`);
+      await page.locator('.opblock').first().waitFor({ state: 'visible', timeout: 20_000 });
+      // the server chosen by default is this instance
+      expect(await page.locator('.servers select').inputValue()).to.equal(srv.url);
+      const login = page.locator('.opblock', { hasText: '/v1/rest/{platform_name}/users/login' }).first();
+      await login.locator('.opblock-summary').click();
+      await login.locator('.opblock-body').waitFor({ state: 'visible' });
+      await login.locator('button.try-out__btn').click();
+      await login.locator('tr[data-param-name="platform_name"] input').fill(account.platform);
+      await login.locator('textarea.body-param__text').fill(JSON.stringify({ email: account.email, password: account.password }));
+      // the path's own servers list this instance first too
+      expect(await login.locator('.opblock-section .servers select, .servers-title ~ * select').first().inputValue()).to.equal(srv.url);
+      const answered = page.waitForResponse((r) => r.url() === `${srv.url}/v1/rest/${account.platform}/users/login`);
+      await login.locator('button.execute').click();
+      expect((await answered).status()).to.equal(200);
+      // Swagger UI shows the live answer: 200 and the bearer token
+      const live = login.locator('.live-responses-table .response');
+      await live.first().waitFor({ state: 'visible' });
+      expect((await live.locator('.response-col_status').first().textContent())?.trim()).to.equal('200');
+      expect(await login.locator('.live-responses-table').textContent()).to.include('bearer_token');
+      expect(outside, 'requests leaving the server').to.deep.equal([]);
+      console.log(`      screenshot: ${await screenshot(page, 'docs-try-it-out-login')}`);
     } finally {
       await context.close();
     }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import { newAccount } from '../platform/helpers.ts';
 
 describe('http foundation', () => {
   let srv: TestServer;
@@ -39,15 +40,43 @@ describe('http foundation', () => {
     expect(r.headers.get('allow')).to.equal('GET');
   });
 
+  it('says what is wrong in words: no regular expression, constants and tokens named plainly', async () => {
+    const noRegex = (text: string) => expect(text).not.to.match(/pattern|\^\[|\$\/|\\s|\{0,/);
+    const upper = await srv.api.post('/v1/rest/ACME/users/login', { email: 'a@b.co', password: 'x' });
+    expect(upper.status).to.equal(400);
+    expect(upper.body.errors).to.deep.include({
+      path: 'path.platform_name',
+      message: 'must be 1 to 63 lower-case letters, digits, "-" or "_", starting with a letter or digit',
+    });
+    noRegex(upper.text);
+    const account = await newAccount(srv);
+    const hook = await srv.api.post(
+      `/v1/rest/${account.platform}/integration`,
+      { org_id: 1, active: true, type: 'webhook', data: { endpoint: 'https://hooks.example.com/x' } },
+      { token: account.token },
+    );
+    expect(hook.status).to.equal(400);
+    expect(hook.body.errors).to.deep.include({ path: '/type', message: 'must equal "WEBHOOK"' });
+    noRegex(hook.text);
+    const email = await srv.api.get(`/jsv1/identify/1/r1/c1/${Buffer.from(JSON.stringify({ email: 'jane@' })).toString('base64url')}`);
+    expect(email.body.error).to.equal('invalid_payload');
+    noRegex(email.text);
+    // a Bearer header of the right shape with a token that is not ours: the token is wrong, not the header
+    const wrongToken = await srv.api.get(`/v1/rest/${account.platform}/organisations`, { headers: { authorization: 'Bearer abc' } });
+    expect([wrongToken.status, wrongToken.body.code, wrongToken.body.message]).to.deep.equal([401, 4010, 'The bearer token is invalid or expired']);
+    const wrongScheme = await srv.api.get(`/v1/rest/${account.platform}/organisations`, { headers: { authorization: 'Basic abc' } });
+    expect(wrongScheme.body.message).to.equal('The Authorization header must be "Bearer <token>"');
+  });
+
   it('answers validation failures in each area shape', async () => {
     const p = await srv.api.post('/v1/rest/acme/users/login', { email: 'a@b.co' });
     expect(p.status).to.equal(400);
     expect(p.body.code).to.equal(4000);
-    expect(p.body.errors).to.deep.include({ path: 'body.password', message: 'is required' });
+    expect(p.body.errors).to.deep.include({ path: '/password', message: 'is required' });
     const t = await srv.api.post('/jsv1/1/r/c/null/event/view', { page: 42 });
     expect(t.status).to.equal(400);
     expect(t.body.error).to.equal('invalid_request');
-    expect(t.body.message).to.include('body.page');
+    expect(t.body.message).to.include('/page');
     const a = await srv.api.post('/rest/v1/learn/event', { eventName: 'x' });
     expect(a.status).to.equal(400);
     expect(a.body).to.include({ status: 'failed', code: 5100 });

@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, webhookBody } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 
 interface Tenant {
   account: Account;
@@ -28,13 +29,25 @@ describe('tenant isolation matrix (platform API)', () => {
       endpoint: `https://hooks.${m.organisation.domain}/private-endpoint`,
       authToken: `secret-token-of-${m.organisation.id}-XYZW`,
     });
-    return { account, orgId: m.organisation.id, integrationId: i.id, domain: m.organisation.domain, token: m.organisation.token, secret: i.signing_secret };
+    return {
+      account,
+      orgId: m.organisation.id,
+      integrationId: i.id,
+      domain: m.organisation.domain,
+      token: m.organisation.token,
+      secret: i.signing_secret,
+    };
   }
 
   const snapshot = async () => ({
     integrations: await srv.database.handle.db.selectFrom('integrations').selectAll().where('org_id', '=', victim.orgId).orderBy('id').execute(),
     organisation: await srv.database.handle.db.selectFrom('organisations').selectAll().where('id', '=', victim.orgId).execute(),
-    members: await srv.database.handle.db.selectFrom('organisation_members').selectAll().where('org_id', '=', victim.orgId).orderBy('user_id').execute(),
+    members: await srv.database.handle.db
+      .selectFrom('organisation_members')
+      .selectAll()
+      .where('org_id', '=', victim.orgId)
+      .orderBy('user_id')
+      .execute(),
     deliveries: await srv.database.handle.db.selectFrom('deliveries').selectAll().where('org_id', '=', victim.orgId).orderBy('id').execute(),
   });
 
@@ -69,22 +82,82 @@ describe('tenant isolation matrix (platform API)', () => {
         const a = attacker;
         const token = a.account.token;
         const probes: { name: string; method: string; path: string; body?: unknown; status: number; code: number }[] = [
-          { name: 'loginPlatformUser', method: 'POST', path: `${p}/users/login`, body: { email: v.account.email, password: 'a guess' }, status: 401, code: 4011 },
-          { name: 'registerClientUser (their domain)', method: 'POST', path: `${p}/users/register`, body: { email: `grab-${a.orgId}@attacker.example`, domain: `https://www.${v.domain}/` }, status: 409, code: 40010 },
+          {
+            name: 'loginPlatformUser',
+            method: 'POST',
+            path: `${p}/users/login`,
+            body: { email: v.account.email, password: 'a guess' },
+            status: 401,
+            code: 4011,
+          },
+          {
+            name: 'registerClientUser (their domain)',
+            method: 'POST',
+            path: `${p}/users/register`,
+            body: { email: `grab-${a.orgId}@attacker.example`, domain: `https://www.${v.domain}/` },
+            status: 409,
+            code: 40010,
+          },
           { name: 'listOrganisations', method: 'GET', path: `${p}/organisations`, status: 200, code: 0 },
-          { name: 'listOrganisations q', method: 'GET', path: `${p}/organisations?q=${encodeURIComponent(v.account.platform)}`, status: 200, code: 0 },
+          {
+            name: 'listOrganisations q',
+            method: 'GET',
+            path: `${p}/organisations?q=${encodeURIComponent(v.account.platform)}`,
+            status: 200,
+            code: 0,
+          },
           { name: 'getOrganisation', method: 'GET', path: `${p}/organisations/${v.orgId}`, status: 403, code: 4030 },
           { name: 'listIntegrations', method: 'GET', path: `${p}/integration?org_id=${v.orgId}`, status: 403, code: 4030 },
-          { name: 'listIntegrations with their cursor', method: 'GET', path: `${p}/integration?org_id=${v.orgId}&cursor=${victimCursor}`, status: 403, code: 4030 },
-          { name: 'listIntegrations own org, their cursor', method: 'GET', path: `${p}/integration?org_id=${a.orgId}&cursor=${victimCursor}`, status: 400, code: 4000 },
+          {
+            name: 'listIntegrations with their cursor',
+            method: 'GET',
+            path: `${p}/integration?org_id=${v.orgId}&cursor=${victimCursor}`,
+            status: 403,
+            code: 4030,
+          },
+          {
+            name: 'listIntegrations own org, their cursor',
+            method: 'GET',
+            path: `${p}/integration?org_id=${a.orgId}&cursor=${victimCursor}`,
+            status: 400,
+            code: 4000,
+          },
           { name: 'getIntegration', method: 'GET', path: `${p}/integration/${v.integrationId}`, status: 404, code: 4040 },
           { name: 'deleteIntegration', method: 'DELETE', path: `${p}/integration/${v.integrationId}`, status: 404, code: 4040 },
           { name: 'createIntegration', method: 'POST', path: `${p}/integration`, body: webhookBody(v.orgId), status: 403, code: 4030 },
           { name: 'createIntegrationUnscoped', method: 'POST', path: '/v1/rest/integration', body: webhookBody(v.orgId), status: 403, code: 4030 },
-          { name: 'updateIntegration', method: 'PUT', path: `${p}/integration`, body: webhookBody(v.orgId, {}, { id: v.integrationId, active: false }), status: 403, code: 4030 },
-          { name: 'updateIntegrationUnscoped', method: 'PUT', path: '/v1/rest/integration', body: webhookBody(v.orgId, {}, { id: v.integrationId, active: false }), status: 403, code: 4030 },
-          { name: 'updateIntegration into own org', method: 'PUT', path: `${p}/integration`, body: webhookBody(a.orgId, {}, { id: v.integrationId, active: false }), status: 404, code: 4040 },
-          { name: 'updateIntegrationUnscoped into own org', method: 'PUT', path: '/v1/rest/integration', body: webhookBody(a.orgId, {}, { id: v.integrationId, active: false }), status: 404, code: 4040 },
+          {
+            name: 'updateIntegration',
+            method: 'PUT',
+            path: `${p}/integration`,
+            body: webhookBody(v.orgId, {}, { id: v.integrationId, active: false }),
+            status: 403,
+            code: 4030,
+          },
+          {
+            name: 'updateIntegrationUnscoped',
+            method: 'PUT',
+            path: '/v1/rest/integration',
+            body: webhookBody(v.orgId, {}, { id: v.integrationId, active: false }),
+            status: 403,
+            code: 4030,
+          },
+          {
+            name: 'updateIntegration into own org',
+            method: 'PUT',
+            path: `${p}/integration`,
+            body: webhookBody(a.orgId, {}, { id: v.integrationId, active: false }),
+            status: 404,
+            code: 4040,
+          },
+          {
+            name: 'updateIntegrationUnscoped into own org',
+            method: 'PUT',
+            path: '/v1/rest/integration',
+            body: webhookBody(a.orgId, {}, { id: v.integrationId, active: false }),
+            status: 404,
+            code: 4040,
+          },
         ];
         const texts: string[] = [];
         for (const probe of probes) {
@@ -93,7 +166,10 @@ describe('tenant isolation matrix (platform API)', () => {
           if (probe.code) expect(r.body.code, probe.name).to.equal(probe.code);
           texts.push(r.text);
           if (probe.name.startsWith('listOrganisations')) {
-            expect(r.body.items.map((o: { id: number }) => o.id), probe.name).to.not.include(v.orgId);
+            expect(
+              r.body.items.map((o: { id: number }) => o.id),
+              probe.name,
+            ).to.not.include(v.orgId);
           }
         }
         const all = texts.join('\n');
@@ -101,10 +177,10 @@ describe('tenant isolation matrix (platform API)', () => {
         // a missing and a foreign resource answer alike: nothing tells them apart
         const missingOrg = await srv.api.get(`${p}/organisations/987654321`, { token });
         const foreignOrg = await srv.api.get(`${p}/organisations/${v.orgId}`, { token });
-        expect(foreignOrg.body).to.deep.equal(missingOrg.body);
+        expect(errorBody(foreignOrg)).to.deep.equal(errorBody(missingOrg));
         const missingInt = await srv.api.get(`${p}/integration/987654321`, { token });
         const foreignInt = await srv.api.get(`${p}/integration/${v.integrationId}`, { token });
-        expect(foreignInt.body).to.deep.equal(missingInt.body);
+        expect(errorBody(foreignInt)).to.deep.equal(errorBody(missingInt));
         expect(await snapshot()).to.deep.equal(before);
       });
 

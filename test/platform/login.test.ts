@@ -6,6 +6,7 @@ import { SignJWT } from 'jose';
 import { AccountError, ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, PASSWORD, unique, uniqueIp } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 
 const JWT_SECRET = 'login-test-secret-0123456789abcdefghijklmnopqrstuvwxyz';
 
@@ -70,7 +71,10 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
 
     it('issues a token that works on the platform API (HS256, iss trackway, aud = platform, sub = user id, exp)', async () => {
       const r = await login('acme', acme.email, PASSWORD);
-      const [header, payload] = (r.body.bearer_token as string).split('.').slice(0, 2).map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
+      const [header, payload] = (r.body.bearer_token as string)
+        .split('.')
+        .slice(0, 2)
+        .map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
       expect(header.alg).to.equal('HS256');
       expect(payload).to.include({ iss: 'trackway', aud: 'acme', sub: String(acme.userId) });
       expect(payload.exp - payload.iat).to.equal(24 * 3600);
@@ -83,24 +87,24 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
     it('answers a wrong password with 401/4011 "Invalid login credentials."', async () => {
       const r = await login('acme', acme.email, 'wrong password');
       expect(r.status).to.equal(401);
-      expect(r.body).to.deep.equal(invalid);
+      expect(errorBody(r)).to.deep.equal(invalid);
     });
 
     it('answers an unknown email exactly like a wrong password', async () => {
       const wrong = await login('acme', acme.email, 'wrong password');
       const unknown = await login('acme', `${unique('nobody')}@platform.example`, 'wrong password');
       expect(unknown.status).to.equal(wrong.status);
-      expect(unknown.body).to.deep.equal(wrong.body);
+      expect(errorBody(unknown)).to.deep.equal(errorBody(wrong));
       expect(unknown.headers.get('www-authenticate')).to.equal(wrong.headers.get('www-authenticate'));
     });
 
     it('refuses the right password under another or an unknown platform_name (4011)', async () => {
       const other = await login('globex', acme.email, PASSWORD);
       expect(other.status).to.equal(401);
-      expect(other.body).to.deep.equal(invalid);
+      expect(errorBody(other)).to.deep.equal(invalid);
       const reserved = await login('integration', acme.email, PASSWORD);
       expect(reserved.status).to.equal(401);
-      expect(reserved.body).to.deep.equal(invalid);
+      expect(errorBody(reserved)).to.deep.equal(invalid);
     });
 
     it('refuses registered client users, who have no password (4011)', async () => {
@@ -108,7 +112,7 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
       for (const password of ['x', PASSWORD]) {
         const r = await login('acme', m.user.email, password);
         expect(r.status).to.equal(401);
-        expect(r.body).to.deep.equal(invalid);
+        expect(errorBody(r)).to.deep.equal(invalid);
       }
     });
 
@@ -117,11 +121,17 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
       await srv.database.handle.db.updateTable('users').set({ is_active: false }).where('id', '=', a.userId).execute();
       const r = await login('acme', a.email, PASSWORD);
       expect(r.status).to.equal(401);
-      expect(r.body).to.deep.equal(invalid);
+      expect(errorBody(r)).to.deep.equal(invalid);
     });
 
     it('validates the body: 400/4000 with errors', async () => {
-      for (const body of [{}, { email: acme.email }, { email: '', password: 'x' }, { email: acme.email, password: PASSWORD, extra: 1 }, { email: 1, password: 2 }]) {
+      for (const body of [
+        {},
+        { email: acme.email },
+        { email: '', password: 'x' },
+        { email: acme.email, password: PASSWORD, extra: 1 },
+        { email: 1, password: 2 },
+      ]) {
         const r = await srv.api.post('/v1/rest/acme/users/login', body, { headers: { 'x-forwarded-for': uniqueIp() } });
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);
@@ -160,7 +170,16 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
     });
 
     it('refuses malformed headers and tokens', async () => {
-      for (const authorization of ['Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Token ${acme.token}`, 'Bearer not-a-jwt', 'Bearer a.b', `Bearer ${acme.token}x`, `Bearer ${acme.token.slice(0, -3)}`]) {
+      for (const authorization of [
+        'Bearer',
+        'Bearer ',
+        'Basic dXNlcjpwYXNz',
+        `Token ${acme.token}`,
+        'Bearer not-a-jwt',
+        'Bearer a.b',
+        `Bearer ${acme.token}x`,
+        `Bearer ${acme.token.slice(0, -3)}`,
+      ]) {
         await expect4010({ authorization });
       }
     });
@@ -212,9 +231,20 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
 
     it('refuses a token of the right key but another issuer, or no subject', async () => {
       const key = new TextEncoder().encode(JWT_SECRET);
-      const wrongIss = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('someone').setAudience('acme').setSubject(String(acme.userId)).setExpirationTime('1h').sign(key);
+      const wrongIss = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuer('someone')
+        .setAudience('acme')
+        .setSubject(String(acme.userId))
+        .setExpirationTime('1h')
+        .sign(key);
       await expect4010({ authorization: `Bearer ${wrongIss}` });
-      const noSub = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('trackway').setAudience('acme').setExpirationTime('1h').sign(key);
+      const noSub = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setIssuer('trackway')
+        .setAudience('acme')
+        .setExpirationTime('1h')
+        .sign(key);
       await expect4010({ authorization: `Bearer ${noSub}` });
     });
 
@@ -236,10 +266,26 @@ describe('platform login (interface 4.1) and bearer tokens', () => {
     it('guards every bearer-protected platform operation built here', async () => {
       const probes: [string, string, unknown?][] = [
         ['POST', '/v1/rest/acme/users/register', { email: 'x@y.example', domain: 'y.example' }],
-        ['POST', '/v1/rest/acme/integration', { org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } }],
-        ['PUT', '/v1/rest/acme/integration', { id: 1, org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } }],
-        ['POST', '/v1/rest/integration', { org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } }],
-        ['PUT', '/v1/rest/integration', { id: 1, org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } }],
+        [
+          'POST',
+          '/v1/rest/acme/integration',
+          { org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } },
+        ],
+        [
+          'PUT',
+          '/v1/rest/acme/integration',
+          { id: 1, org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } },
+        ],
+        [
+          'POST',
+          '/v1/rest/integration',
+          { org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } },
+        ],
+        [
+          'PUT',
+          '/v1/rest/integration',
+          { id: 1, org_id: 1, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example', do_events: true, do_contacts: true } },
+        ],
         ['GET', '/v1/rest/acme/integration?org_id=1'],
         ['GET', '/v1/rest/acme/integration/1'],
         ['DELETE', '/v1/rest/acme/integration/1'],

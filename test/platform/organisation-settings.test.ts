@@ -37,7 +37,10 @@ describe('organisation settings', function () {
 
   it('reads the defaults in get and list: optional, the own domain, no origin check, a secret', async () => {
     const m = await newMerchant(srv, account, { domain: `https://WWW.${unique('Shop')}.example.com/path` });
-    const domain = m.organisation.domain.replace(/^https:\/\/www\./i, '').replace(/\/path$/, '').toLowerCase();
+    const domain = m.organisation.domain
+      .replace(/^https:\/\/www\./i, '')
+      .replace(/\/path$/, '')
+      .toLowerCase();
     const one = await srv.api.get(path(m.organisation.id), { token: account.token });
     expect(one.status).to.equal(200);
     expect(one.body).to.include({ identity_verification: 'optional', enforce_origin: false });
@@ -58,7 +61,10 @@ describe('organisation settings', function () {
     expect(r1.body.modified_at > (m.organisation as unknown as { created_at: string }).created_at).to.equal(true);
     expect((await stored(id)).modified_at.getTime()).to.be.greaterThan(before.modified_at.getTime());
 
-    const r2 = await patch(id, { allowed_domains: ['Shop.Example.COM.', 'shop.example.com', 'cdn.example.net', '::1', '127.0.0.1'], enforce_origin: true });
+    const r2 = await patch(id, {
+      allowed_domains: ['Shop.Example.COM.', 'shop.example.com', 'cdn.example.net', '::1', '127.0.0.1'],
+      enforce_origin: true,
+    });
     expect(r2.status, r2.text).to.equal(200);
     expect(r2.body).to.include({ identity_verification: 'required', enforce_origin: true });
     expect(r2.body.allowed_domains).to.deep.equal(['shop.example.com', 'cdn.example.net', '[::1]', '127.0.0.1']);
@@ -80,29 +86,32 @@ describe('organisation settings', function () {
     const before = await stored(id);
     const many = Array.from({ length: 51 }, (_, i) => `s${i}.example.com`);
     const cases: [unknown, string][] = [
-      [{}, 'body'],
-      [{ colour: 'blue' }, 'body.colour'],
-      [{ identity_verification: 'always' }, 'body.identity_verification'],
-      [{ enforce_origin: 'yes' }, 'body.enforce_origin'],
-      [{ allowed_domains: [] }, 'body.allowed_domains'],
-      [{ allowed_domains: many }, 'body.allowed_domains'],
-      [{ allowed_domains: 'shop.example.com' }, 'body.allowed_domains'],
-      [{ allowed_domains: ['https://shop.example.com'] }, 'body.allowed_domains.0'],
-      [{ allowed_domains: ['shop.example.com', 'shop.example.com:8080'] }, 'body.allowed_domains.1'],
-      [{ allowed_domains: ['shop.example.com/cart'] }, 'body.allowed_domains.0'],
-      [{ allowed_domains: ['com'] }, 'body.allowed_domains.0'],
-      [{ allowed_domains: ['*.example.com'] }, 'body.allowed_domains.0'],
-      [{ allowed_domains: ['1.2.3'] }, 'body.allowed_domains.0'],
-      [{ allowed_domains: [''] }, 'body.allowed_domains.0'],
-      [{ allowed_domains: ['ok.example.com', 7] }, 'body.allowed_domains.1'],
-      [{ allowed_domains: ['x'.repeat(254)] }, 'body.allowed_domains.0'],
-      [{ identity_secret: 'f'.repeat(64) }, 'body.identity_secret'],
+      [{}, ''],
+      [{ colour: 'blue' }, '/colour'],
+      [{ identity_verification: 'always' }, '/identity_verification'],
+      [{ enforce_origin: 'yes' }, '/enforce_origin'],
+      [{ allowed_domains: [] }, '/allowed_domains'],
+      [{ allowed_domains: many }, '/allowed_domains'],
+      [{ allowed_domains: 'shop.example.com' }, '/allowed_domains'],
+      [{ allowed_domains: ['https://shop.example.com'] }, '/allowed_domains/0'],
+      [{ allowed_domains: ['shop.example.com', 'shop.example.com:8080'] }, '/allowed_domains/1'],
+      [{ allowed_domains: ['shop.example.com/cart'] }, '/allowed_domains/0'],
+      [{ allowed_domains: ['com'] }, '/allowed_domains/0'],
+      [{ allowed_domains: ['*.example.com'] }, '/allowed_domains/0'],
+      [{ allowed_domains: ['1.2.3'] }, '/allowed_domains/0'],
+      [{ allowed_domains: [''] }, '/allowed_domains/0'],
+      [{ allowed_domains: ['ok.example.com', 7] }, '/allowed_domains/1'],
+      [{ allowed_domains: ['x'.repeat(254)] }, '/allowed_domains/0'],
+      [{ identity_secret: 'f'.repeat(64) }, '/identity_secret'],
     ];
     for (const [body, where] of cases) {
       const r = await patch(id, body);
       expect(r.status, `${JSON.stringify(body).slice(0, 80)}: ${r.text}`).to.equal(400);
       expect(r.body.code).to.equal(4000);
-      expect(r.body.errors.map((e: { path: string }) => e.path), JSON.stringify(r.body)).to.include(where);
+      expect(
+        r.body.errors.map((e: { path: string }) => e.path),
+        JSON.stringify(r.body),
+      ).to.include(where);
     }
     expect(await stored(id)).to.deep.equal(before);
   });
@@ -145,9 +154,21 @@ describe('organisation settings', function () {
     const viaPlatform = await newMerchant(srv, account);
     expect((await stored(viaPlatform.organisation.id)).identity_secret_enc).to.be.a('string');
     // the registration answer's organisation is the interface's Organisation, unchanged
-    expect(Object.keys(viaPlatform.organisation).sort()).to.deep.equal(
-      ['country_code', 'created_at', 'currency', 'domain', 'features_enabled', 'id', 'is_active', 'logo', 'modified_at', 'name', 'referer', 'token', 'wid'],
-    );
+    expect(Object.keys(viaPlatform.organisation).sort()).to.deep.equal([
+      'country_code',
+      'created_at',
+      'currency',
+      'domain',
+      'features_enabled',
+      'id',
+      'is_active',
+      'logo',
+      'modified_at',
+      'name',
+      'referer',
+      'token',
+      'wid',
+    ]);
     const n = unique('self');
     const r = await srv.api.post(`/api/v1/register?token=${REGISTRATION_TOKEN}`, {
       email: `${n}@bakery.example`,
@@ -157,7 +178,11 @@ describe('organisation settings', function () {
       entity: 'Bakery',
     });
     expect(r.status, r.text).to.equal(200);
-    const self = await srv.deps.db.selectFrom('organisations').select(['identity_secret_enc']).where('domain_key', '=', `${n}.bakery.example`).executeTakeFirstOrThrow();
+    const self = await srv.deps.db
+      .selectFrom('organisations')
+      .select(['identity_secret_enc'])
+      .where('domain_key', '=', `${n}.bakery.example`)
+      .executeTakeFirstOrThrow();
     expect(self.identity_secret_enc).to.be.a('string');
 
     // an organisation from before identity verification: no secret until something needs one
@@ -183,7 +208,8 @@ describe('organisation settings', function () {
     const other = await startOnDatabase(srv.config, handle, createLogger('silent'), { dispatcher: false });
     try {
       const otherApi = new ApiClient(other.url);
-      const send = (api: ApiClient) => api.post(`/jsv1/${id}/r1/c1/null/event/view`, { page: 'https://x.example/' }, { headers: { origin: 'https://phish.attacker.example' } });
+      const send = (api: ApiClient) =>
+        api.post(`/jsv1/${id}/r1/c1/null/event/view`, { page: 'https://x.example/' }, { headers: { origin: 'https://phish.attacker.example' } });
       // both processes have the policy cached (no origin check)
       expect((await send(srv.api)).status).to.equal(202);
       expect((await send(otherApi)).status).to.equal(202);

@@ -2,9 +2,16 @@
 // (4009, 40010) and DESIGN's registration rules.
 import { expect } from 'chai';
 import { hashPassword } from '../../src/platform/passwords.ts';
-import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation, organisationTokenHash } from '../../src/platform/registration.service.ts';
+import {
+  DomainTaken,
+  EmailTaken,
+  InvalidDomain,
+  createUserWithOrganisation,
+  organisationTokenHash,
+} from '../../src/platform/registration.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, unique } from './helpers.ts';
+import { errorBody } from '../support/client.ts';
 
 const MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$/;
 const EMAIL_TAKEN = { code: 4009, message: 'Email Already exists' };
@@ -82,7 +89,11 @@ describe('register a client user (interface 4.2)', () => {
     for (const o of [a, b]) {
       expect(o.token).to.match(/^[A-Za-z0-9_-]{43}$/);
       expect(Buffer.from(o.token, 'base64url')).to.have.length(32);
-      const row = await srv.database.handle.db.selectFrom('organisations').select(['token', 'token_enc', 'token_hash']).where('id', '=', o.id).executeTakeFirstOrThrow();
+      const row = await srv.database.handle.db
+        .selectFrom('organisations')
+        .select(['token', 'token_enc', 'token_hash'])
+        .where('id', '=', o.id)
+        .executeTakeFirstOrThrow();
       // the token is stored encrypted only (no clear copy)
       expect(row.token).to.equal(null);
       expect(srv.deps.cipher.decrypt(row.token_enc!)).to.equal(o.token);
@@ -135,7 +146,11 @@ describe('register a client user (interface 4.2)', () => {
   it('creates a user who cannot log in (no password)', async () => {
     const body = fresh();
     await register(body);
-    const row = await srv.database.handle.db.selectFrom('users').select(['password_hash', 'platform_name']).where('email', '=', body.email).executeTakeFirstOrThrow();
+    const row = await srv.database.handle.db
+      .selectFrom('users')
+      .select(['password_hash', 'platform_name'])
+      .where('email', '=', body.email)
+      .executeTakeFirstOrThrow();
     expect(row).to.deep.equal({ password_hash: null, platform_name: null });
   });
 
@@ -145,24 +160,31 @@ describe('register a client user (interface 4.2)', () => {
       expect((await register(body)).status).to.equal(201);
       const again = await register({ email: body.email.toUpperCase(), domain: fresh().domain });
       expect(again.status).to.equal(409);
-      expect(again.body).to.deep.equal(EMAIL_TAKEN);
+      expect(errorBody(again)).to.deep.equal(EMAIL_TAKEN);
     });
 
     it("counts platform accounts' emails as registered too", async () => {
       const r = await register({ email: acme.email, domain: fresh().domain });
       expect(r.status).to.equal(409);
-      expect(r.body).to.deep.equal(EMAIL_TAKEN);
+      expect(errorBody(r)).to.deep.equal(EMAIL_TAKEN);
     });
 
     it('answers a domain already registered with 409/40010, comparing without case, scheme, www., path or trailing dot', async () => {
       const n = unique('dom');
       const first = await register({ email: `${n}-1@merchant.example`, domain: `${n}.example.com` });
       expect(first.status).to.equal(201);
-      const variants = [`${n}.example.com`, `${n.toUpperCase()}.EXAMPLE.COM`, `https://${n}.example.com`, `http://www.${n}.example.com/shop?x=1`, `${n}.example.com.`, `www.${n}.example.com/`];
+      const variants = [
+        `${n}.example.com`,
+        `${n.toUpperCase()}.EXAMPLE.COM`,
+        `https://${n}.example.com`,
+        `http://www.${n}.example.com/shop?x=1`,
+        `${n}.example.com.`,
+        `www.${n}.example.com/`,
+      ];
       for (const [i, domain] of variants.entries()) {
         const r = await register({ email: `${n}-v${i}@merchant.example`, domain });
         expect(r.status, domain).to.equal(409);
-        expect(r.body, domain).to.deep.equal(DOMAIN_TAKEN);
+        expect(errorBody(r), domain).to.deep.equal(DOMAIN_TAKEN);
       }
       // a different domain is a different organisation
       const sub = await register({ email: `${n}-sub@merchant.example`, domain: `eu.${n}.example.com` });
@@ -174,7 +196,7 @@ describe('register a client user (interface 4.2)', () => {
       await register(body);
       const r = await register(body);
       expect(r.status).to.equal(409);
-      expect(r.body).to.deep.equal(EMAIL_TAKEN);
+      expect(errorBody(r)).to.deep.equal(EMAIL_TAKEN);
     });
 
     it('creates nothing when it fails: the email of a refused registration stays free', async () => {
@@ -183,7 +205,11 @@ describe('register a client user (interface 4.2)', () => {
       const n = unique('free');
       const refused = await register({ email: `${n}@merchant.example`, domain: taken.domain });
       expect(refused.status).to.equal(409);
-      const count = await srv.database.handle.db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).where('email_key', '=', `${n}@merchant.example`).executeTakeFirstOrThrow();
+      const count = await srv.database.handle.db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('email_key', '=', `${n}@merchant.example`)
+        .executeTakeFirstOrThrow();
       expect(Number(count.n)).to.equal(0);
       const later = await register({ email: `${n}@merchant.example`, domain: `${n}.shop.example` });
       expect(later.status).to.equal(201);
@@ -192,21 +218,25 @@ describe('register a client user (interface 4.2)', () => {
     it('shares the email and domain spaces with the analytics-host registration (createUserWithOrganisation)', async () => {
       const n = unique('ana');
       const made = await srv.database.handle.db.transaction().execute((tx) =>
-        createUserWithOrganisation(tx, {
-          email: `${n}@self.example`,
-          name: 'Self Service',
-          phone: '',
-          domain: `${n}.self.example`,
-          organisationName: 'Self Service Ltd',
-          passwordHash: 'scrypt$16384$8$1$c2FsdA==$aGFzaA==',
-        }, srv.deps.cipher),
+        createUserWithOrganisation(
+          tx,
+          {
+            email: `${n}@self.example`,
+            name: 'Self Service',
+            phone: '',
+            domain: `${n}.self.example`,
+            organisationName: 'Self Service Ltd',
+            passwordHash: 'scrypt$16384$8$1$c2FsdA==$aGFzaA==',
+          },
+          srv.deps.cipher,
+        ),
       );
       expect(made.user.email).to.equal(`${n}@self.example`);
       expect(made.organisation.domain).to.equal(`${n}.self.example`);
       const byEmail = await register({ email: `${n.toUpperCase()}@SELF.example`, domain: fresh().domain });
-      expect(byEmail.body).to.deep.equal(EMAIL_TAKEN);
+      expect(errorBody(byEmail)).to.deep.equal(EMAIL_TAKEN);
       const byDomain = await register({ email: `${n}-2@self.example`, domain: `WWW.${n}.self.example` });
-      expect(byDomain.body).to.deep.equal(DOMAIN_TAKEN);
+      expect(errorBody(byDomain)).to.deep.equal(DOMAIN_TAKEN);
     });
 
     it('lets the service report typed errors to other areas (EmailTaken, DomainTaken, InvalidDomain), rolling back', async () => {
@@ -236,7 +266,7 @@ describe('register a client user (interface 4.2)', () => {
       );
       const statuses = replies.map((r) => r.status).sort();
       expect(statuses).to.deep.equal([201, 409, 409, 409, 409, 409]);
-      for (const r of replies.filter((x) => x.status === 409)) expect(r.body).to.deep.equal(EMAIL_TAKEN);
+      for (const r of replies.filter((x) => x.status === 409)) expect(errorBody(r)).to.deep.equal(EMAIL_TAKEN);
       const orgs = await srv.database.handle.db.selectFrom('organisations').select('id').where('domain', 'like', `${n}-%`).execute();
       expect(orgs).to.have.length(1);
     });
@@ -244,11 +274,13 @@ describe('register a client user (interface 4.2)', () => {
     it('registers exactly one of concurrent registrations of one domain; the others get 40010, never 500', async () => {
       const n = unique('race');
       const replies = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => register({ email: `${n}-${i}@merchant.example`, domain: i % 2 ? `${n}.shop.example` : `WWW.${n}.shop.example` })),
+        Array.from({ length: 6 }, (_, i) =>
+          register({ email: `${n}-${i}@merchant.example`, domain: i % 2 ? `${n}.shop.example` : `WWW.${n}.shop.example` }),
+        ),
       );
       const statuses = replies.map((r) => r.status).sort();
       expect(statuses).to.deep.equal([201, 409, 409, 409, 409, 409]);
-      for (const r of replies.filter((x) => x.status === 409)) expect(r.body).to.deep.equal(DOMAIN_TAKEN);
+      for (const r of replies.filter((x) => x.status === 409)) expect(errorBody(r)).to.deep.equal(DOMAIN_TAKEN);
       const users = await srv.database.handle.db.selectFrom('users').select('id').where('email_key', 'like', `${n}-%`).execute();
       expect(users).to.have.length(1);
     });
@@ -266,7 +298,12 @@ describe('register a client user (interface 4.2)', () => {
 
     it('refuses a malformed email, unknown fields and wrong types', async () => {
       const { domain } = fresh();
-      for (const body of [{ email: 'not-an-email', domain }, { email: 'a@x.example', domain, role: 'admin' }, { email: 'a@x.example', domain, name: 7 }, { email: 'a@x.example', domain: '' }]) {
+      for (const body of [
+        { email: 'not-an-email', domain },
+        { email: 'a@x.example', domain, role: 'admin' },
+        { email: 'a@x.example', domain, name: 7 },
+        { email: 'a@x.example', domain: '' },
+      ]) {
         const r = await register(body);
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);

@@ -56,3 +56,12 @@ export class ApiClient {
     return this.request<T>('DELETE', path, opts);
   }
 }
+
+/** An error body without its `request_id`, after checking that it equals the X-Request-Id header. */
+export function errorBody<T = any>(r: Reply): T {
+  const { request_id, ...rest } = r.body as Record<string, unknown>;
+  if (request_id !== r.headers.get('x-request-id')) {
+    throw new Error(`error body request_id ${String(request_id)} is not the X-Request-Id ${String(r.headers.get('x-request-id'))}: ${r.text}`);
+  }
+  return rest as T;
+}

@@ -48,14 +48,14 @@ const lines = (text: string) =>
 
 const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
-/** "body.allowed_domains.2" → "Line 3 (entry): message"; other problems as the API says them. */
+/** "/allowed_domains/2" (a JSON Pointer) → "Line 3 (entry): message"; other problems as the API says them. */
 function problems(err: ApiFailure, sent: string[]): string[] {
   // the "or null" branch of allowed_domains says nothing useful next to the real problem
   const errors = err.errors.filter((e) => e.message !== 'must be null');
   if (errors.length === 0) return [err.message];
   return errors.map((e) => {
-    const m = /^body\.allowed_domains\.(\d+)$/.exec(e.path);
-    return m ? `Line ${Number(m[1]) + 1} (${sent[Number(m[1])] ?? ''}): ${e.message}` : `${e.path.replace(/^body\./, '')}: ${e.message}`;
+    const m = /^\/allowed_domains\/(\d+)$/.exec(e.path);
+    return m ? `Line ${Number(m[1]) + 1} (${sent[Number(m[1])] ?? ''}): ${e.message}` : `${e.path.replace(/^\//, '') || 'request'}: ${e.message}`;
   });
 }
 
@@ -181,9 +181,9 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
         </label>
       </fieldset>
       <p id="mode-help" class="help">
-        Optional: identify calls work without a hash; those with a valid one are marked verified. Required: an identify without a valid hash is refused
-        and stores nothing, and visitors are joined only through verified emails and phones. Switch once your shop sends the hash for every signed-in
-        customer.
+        Optional: identify calls work without a hash; those with a valid one are marked verified. Required: an identify without a valid hash is
+        refused and stores nothing, and visitors are joined only through verified emails and phones. Switch once your shop sends the hash for every
+        signed-in customer.
       </p>
 
       <h2>Allowed domains</h2>
@@ -211,7 +211,12 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
         <button type="submit" disabled={busy}>
           {busy ? 'Saving…' : 'Save settings'}
         </button>
-        <button type="button" class="secondary" disabled={busy} onClick={() => void save({ allowed_domains: null }, 'Allowed domains reset to the default.')}>
+        <button
+          type="button"
+          class="secondary"
+          disabled={busy}
+          onClick={() => void save({ allowed_domains: null }, 'Allowed domains reset to the default.')}
+        >
           Reset domains to default
         </button>
       </div>
@@ -243,7 +248,9 @@ function SecretPanel({ org, path, onRotated }: { org: Organisation; path: Path; 
         <h2 id="secret-title">Identity secret</h2>
         {org.identity_verification === 'required' ? <Badge tone="ok">Required</Badge> : <Badge tone="off">Optional</Badge>}
       </div>
-      <p class="help">The key your shop's server signs customer emails with. Keep it on the server: anyone who has it can identify visitors as anyone.</p>
+      <p class="help">
+        The key your shop's server signs customer emails with. Keep it on the server: anyone who has it can identify visitors as anyone.
+      </p>
       <p class="secret">
         <code id="identity-secret" class="wrap">
           {shown ? org.identity_secret : '•'.repeat(16)}
@@ -258,7 +265,9 @@ function SecretPanel({ org, path, onRotated }: { org: Organisation; path: Path; 
           Rotate secret
         </button>
       </div>
-      {confirming && <ConfirmRotate busy={busy} required={org.identity_verification === 'required'} onConfirm={rotate} onCancel={() => setConfirming(false)} />}
+      {confirming && (
+        <ConfirmRotate busy={busy} required={org.identity_verification === 'required'} onConfirm={rotate} onCancel={() => setConfirming(false)} />
+      )}
       {error && <ErrorNote error={error} />}
     </section>
   );
