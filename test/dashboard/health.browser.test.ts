@@ -17,7 +17,7 @@ const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
 
 describe('endpoint health in the dashboard (Chromium)', function () {
-  this.timeout(60_000);
+  this.timeout(120_000);
   let browser: Browser;
   let srv: TestServer;
   let account: Account;
@@ -86,7 +86,7 @@ describe('endpoint health in the dashboard (Chromium)', function () {
         const states = await Promise.all(['paused', 'disabled', 'failing', 'healthy'].map(async (n) => (await health(hooks[n]!.id)).state));
         return states.join() === 'paused,disabled,failing,healthy' ? true : undefined;
       },
-      15_000,
+      45_000,
       'the four endpoint states',
     );
   });

@@ -56,7 +56,7 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
 
   async function startServer(): Promise<ChildProcess> {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { env, cwd: ROOT, stdio: 'ignore' });
-    for (let i = 0; i < 300; i++) {
+    for (let i = 0; i < 900; i++) {
       if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);
       try {
         const r = await fetch(`http://127.0.0.1:${port}/readyz`);
