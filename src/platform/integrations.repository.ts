@@ -3,7 +3,7 @@
 import type { Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { DB, IntegrationsTable } from '../db/schema.ts';
-import { memberOrganisations, orgScoped, type Executor } from '../db/tenancy.ts';
+import { orgScoped, type Executor } from '../db/tenancy.ts';
 
 
 export const INTEGRATION_COLUMNS = [

@@ -3,7 +3,7 @@
 import { type Transaction, sql } from 'kysely';
 import type { DB, DeliveryStatus } from '../db/schema.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
-import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
+import { type Executor, orgScoped } from '../db/tenancy.ts';
 
 
 const DELIVERY_COLUMNS = [
@@ -80,7 +80,7 @@ export async function findMemberDelivery(
   if (!owner) return undefined;
   let q = orgScoped(db, owner.org_id).selectFrom('deliveries').select(DELIVERY_COLUMNS).where('deliveries.id', '=', id);
   if (opts.lock) q = q.forUpdate();
-  return q.executeTakeFirst() as Promise<DeliveryRow | undefined>;
+  return q.executeTakeFirst();
 }
 
 /** Attempts of these deliveries of the organisation, in the order they were made. */
