@@ -1,44 +1,13 @@
 // Client addresses for geo-IP: which are public (only those are located), and
 // their numeric forms (a 32-bit number; eight 16-bit groups).
 import net from 'node:net';
+import { SPECIAL_RANGES, splitCidr } from '../ip-ranges.ts';
 
-/** IPv4 ranges with no location: [first octets as a 32-bit number, prefix length]. */
-const V4_NOT_PUBLIC: [number, number][] = (
-  [
-    ['0.0.0.0', 8], // "this network", unspecified
-    ['10.0.0.0', 8], // private
-    ['100.64.0.0', 10], // CGNAT
-    ['127.0.0.0', 8], // loopback
-    ['169.254.0.0', 16], // link-local
-    ['172.16.0.0', 12], // private
-    ['192.0.0.0', 24], // IETF protocol assignments
-    ['192.0.2.0', 24], // documentation (TEST-NET-1)
-    ['192.88.99.0', 24], // 6to4 relay anycast (deprecated)
-    ['192.168.0.0', 16], // private
-    ['198.18.0.0', 15], // benchmarking
-    ['198.51.100.0', 24], // documentation (TEST-NET-2)
-    ['203.0.113.0', 24], // documentation (TEST-NET-3)
-    ['224.0.0.0', 4], // multicast
-    ['240.0.0.0', 4], // reserved, broadcast
-  ] as const
-).map(([a, p]) => [v4Number(a), p]);
+/** IPv4 ranges with no location: [first address as a 32-bit number, prefix length]. */
+const V4_NOT_PUBLIC: [number, number][] = SPECIAL_RANGES.flatMap((r) => r.v4.map(splitCidr)).map(([a, p]) => [v4Number(a), p]);
 
 /** IPv6 ranges with no location: [the 8 groups, prefix length]. */
-const V6_NOT_PUBLIC: [number[], number][] = (
-  [
-    ['::', 96], // unspecified, loopback, IPv4-compatible (deprecated)
-    ['64:ff9b:1::', 48], // local-use NAT64
-    ['100::', 64], // discard-only
-    ['2001::', 23], // IETF protocol assignments (Teredo, benchmarking, ORCHID)
-    ['2001:db8::', 32], // documentation
-    ['3fff::', 20], // documentation (RFC 9637)
-    ['5f00::', 16], // segment routing SIDs
-    ['fc00::', 7], // unique local
-    ['fe80::', 10], // link-local
-    ['fec0::', 10], // site-local (deprecated)
-    ['ff00::', 8], // multicast
-  ] as const
-).map(([a, p]) => [v6Groups(a)!, p]);
+const V6_NOT_PUBLIC: [number[], number][] = SPECIAL_RANGES.flatMap((r) => r.v6.map(splitCidr)).map(([a, p]) => [v6Groups(a)!, p]);
 
 /** A valid dotted-quad IPv4 address as a 32-bit number. */
 export function v4Number(ip: string): number {

@@ -6,6 +6,7 @@
 // lookup, are checked in a beforeRequest hook.
 import dns from 'node:dns';
 import net from 'node:net';
+import { SPECIAL_RANGES, splitCidr } from '../ip-ranges.ts';
 
 export const REFUSED_CODE = 'ERR_WEBHOOK_ADDRESS_REFUSED';
 
@@ -19,34 +20,10 @@ export class AddressRefusedError extends Error {
   }
 }
 
-type Range = [label: string, v4: string[], v6: string[]];
-
-const RANGES: Range[] = [
-  ['cloud metadata', ['169.254.169.254/32', '100.100.100.200/32'], ['fd00:ec2::254/128']],
-  ['loopback', ['127.0.0.0/8'], ['::1/128']],
-  ['unspecified', ['0.0.0.0/8'], ['::/128']],
-  ['private', ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'], ['fc00::/7', 'fec0::/10']],
-  ['link-local', ['169.254.0.0/16'], ['fe80::/10']],
-  ['carrier-grade NAT', ['100.64.0.0/10'], []],
-  ['multicast', ['224.0.0.0/4'], ['ff00::/8']],
-  ['broadcast', ['255.255.255.255/32'], []],
-  [
-    'reserved',
-    ['192.0.0.0/24', '192.0.2.0/24', '198.18.0.0/15', '198.51.100.0/24', '203.0.113.0/24', '240.0.0.0/4'],
-    ['100::/64', '2001:db8::/32', '64:ff9b:1::/48'],
-  ],
-];
-
-const LISTS = RANGES.map(([label, v4, v6]) => {
+const LISTS = SPECIAL_RANGES.map(({ label, v4, v6 }) => {
   const list = new net.BlockList();
-  for (const cidr of v4) {
-    const [addr, bits] = cidr.split('/') as [string, string];
-    list.addSubnet(addr, Number(bits), 'ipv4');
-  }
-  for (const cidr of v6) {
-    const [addr, bits] = cidr.split('/') as [string, string];
-    list.addSubnet(addr, Number(bits), 'ipv6');
-  }
+  for (const cidr of v4) list.addSubnet(...splitCidr(cidr), 'ipv4');
+  for (const cidr of v6) list.addSubnet(...splitCidr(cidr), 'ipv6');
   return { label, list };
 });
 
