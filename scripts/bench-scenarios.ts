@@ -26,7 +26,9 @@ export const ALIASES: Record<string, string> = { ingest: 'updatecart' };
 const UPDATECART_BODY = JSON.stringify({
   cart_url: 'https://bench-shop.example/cart',
   product_id: 1234,
-  line_items: [{ quantity: 1, title: 'Linen shirt', line_price: 49.5, id: 'li-1', product_id: 1234, image_url: 'https://cdn.bench-shop.example/1234.jpg' }],
+  line_items: [
+    { quantity: 1, title: 'Linen shirt', line_price: 49.5, id: 'li-1', product_id: 1234, image_url: 'https://cdn.bench-shop.example/1234.jpg' },
+  ],
   cart_value: 49.5,
 });
 const VIEW_BODIES = Array.from({ length: 50 }, (_, i) => JSON.stringify({ page: `https://bench-shop.example/collections/summer?page=${i}` }));
@@ -45,10 +47,12 @@ export function buildScenarios(ctx: ScenarioContext): Map<string, Scenario> {
   });
 
   /** a new visitor (and session) per request */
-  const fresh = (name: 'view' | 'updatecart'): RequestFactory => () => {
-    const n = ++seq;
-    return event(name, `r${run}-${n}`, `c${run}-${n}`, n);
-  };
+  const fresh =
+    (name: 'view' | 'updatecart'): RequestFactory =>
+    () => {
+      const n = ++seq;
+      return event(name, `r${run}-${n}`, `c${run}-${n}`, n);
+    };
 
   /** RETURNING_VISITORS visitors, created once, then coming back in turn */
   const returning = (name: 'view' | 'updatecart'): Scenario => {

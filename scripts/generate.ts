@@ -23,11 +23,11 @@ export async function generate(): Promise<Generated> {
   try {
     const bundled = path.join(tmp, 'openapi.json');
     const redocly = path.join(root, 'node_modules', '.bin', 'redocly');
-    const r = spawnSync(
-      redocly,
-      ['bundle', 'openapi/openapi.yaml', '--config', 'openapi/redocly.yaml', '--ext', 'json', '-o', bundled],
-      { cwd: root, encoding: 'utf8', env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
-    );
+    const r = spawnSync(redocly, ['bundle', 'openapi/openapi.yaml', '--config', 'openapi/redocly.yaml', '--ext', 'json', '-o', bundled], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    });
     if (r.status !== 0) throw new Error(`redocly bundle failed:\n${r.stdout}\n${r.stderr}`);
     const doc = JSON.parse(readFileSync(bundled, 'utf8')) as Record<string, unknown>;
     const json = JSON.stringify(doc, null, 2) + '\n';
@@ -61,6 +61,10 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   } else {
     const files = await generate();
     for (const [name, text] of Object.entries(files)) writeFileSync(path.join(out, name), text);
-    console.log(`wrote ${Object.keys(files).map((f) => `generated/${f}`).join(', ')}`);
+    console.log(
+      `wrote ${Object.keys(files)
+        .map((f) => `generated/${f}`)
+        .join(', ')}`,
+    );
   }
 }

@@ -41,7 +41,31 @@ interface Profile {
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** what koa and koa-bodyparser run on */
-const KOA_DEPS = new Set(['delegates', 'co-body', 'raw-body', '@hapi/bourne', 'inflation', 'type-is', 'content-type', 'on-finished', 'http-errors', 'statuses', 'accepts', 'cookies', 'fresh', 'encodeurl', 'vary', 'only', 'escape-html', 'media-typer', 'mime-types', 'copy-to', 'bytes', 'iconv-lite', 'ee-first']);
+const KOA_DEPS = new Set([
+  'delegates',
+  'co-body',
+  'raw-body',
+  '@hapi/bourne',
+  'inflation',
+  'type-is',
+  'content-type',
+  'on-finished',
+  'http-errors',
+  'statuses',
+  'accepts',
+  'cookies',
+  'fresh',
+  'encodeurl',
+  'vary',
+  'only',
+  'escape-html',
+  'media-typer',
+  'mime-types',
+  'copy-to',
+  'bytes',
+  'iconv-lite',
+  'ee-first',
+]);
 
 /** Library families reported inclusively: a sample counts once per family on its stack. */
 const FAMILIES: Record<string, (group: string) => boolean> = {
@@ -54,7 +78,13 @@ const FAMILIES: Record<string, (group: string) => boolean> = {
   pino: (g) => g === 'pino' || g.startsWith('pino-') || g === 'sonic-boom' || g === 'thread-stream' || g === 'fast-redact',
   'prom-client': (g) => g === 'prom-client' || g === 'tdigest' || g === 'bintrees',
   got: (g) => g === 'got' || g.startsWith('@szmarczak/') || g.startsWith('@sindresorhus/') || g === 'cacheable-request',
-  'node:http (core)': (g) => g === 'node:_http_server' || g === 'node:_http_outgoing' || g === 'node:_http_common' || g === 'node:_http_incoming' || g === 'node:_http_client' || g === 'node:http',
+  'node:http (core)': (g) =>
+    g === 'node:_http_server' ||
+    g === 'node:_http_outgoing' ||
+    g === 'node:_http_common' ||
+    g === 'node:_http_incoming' ||
+    g === 'node:_http_client' ||
+    g === 'node:http',
   'trackway src/': (g) => g.startsWith('src/'),
   tsx: (g) => g === 'tsx' || g === 'esbuild',
 };
@@ -246,7 +276,9 @@ function main(): void {
     return;
   }
   const out: string[] = [];
-  out.push(`${positionals.length} profile(s), ${what}: ${(t.all / 1e6).toFixed(1)} s of samples; idle ${((100 * t.idle) / t.all).toFixed(1)} %, busy ${(busy / 1e6).toFixed(1)} s`);
+  out.push(
+    `${positionals.length} profile(s), ${what}: ${(t.all / 1e6).toFixed(1)} s of samples; idle ${((100 * t.idle) / t.all).toFixed(1)} %, busy ${(busy / 1e6).toFixed(1)} s`,
+  );
   out.push('', `top ${n} self time by function:`);
   for (const [k, us] of top(t.byFunction, n)) out.push(`${ms(us)} ${pct(us)}  ${k}`);
   out.push('', `top ${n} self time by file:`);

@@ -121,7 +121,8 @@ async function load(base: string, orgId: number, pid: number): Promise<Proc[]> {
   return peak;
 }
 
-const fmt = (procs: Proc[]) => procs.map((p) => `${p.name} ${p.rssMb.toFixed(0)}`).join(', ') + ` (total ${procs.reduce((s, p) => s + p.rssMb, 0).toFixed(0)} MB)`;
+const fmt = (procs: Proc[]) =>
+  procs.map((p) => `${p.name} ${p.rssMb.toFixed(0)}`).join(', ') + ` (total ${procs.reduce((s, p) => s + p.rssMb, 0).toFixed(0)} MB)`;
 
 async function main(): Promise<void> {
   if (!buildState().fresh) throw new Error('dist/ is not a build of the current sources: run `npm run build` first');
@@ -134,7 +135,15 @@ async function main(): Promise<void> {
     const token = randomBytes(16).toString('hex');
     const org = await handle.db
       .insertInto('organisations')
-      .values({ token, token_hash: createHash('sha256').update(token).digest(), domain: 'figures.example', domain_key: `figures-${Date.now()}.example`, wid: null, referer: null, created_by: null })
+      .values({
+        token,
+        token_hash: createHash('sha256').update(token).digest(),
+        domain: 'figures.example',
+        domain_key: `figures-${Date.now()}.example`,
+        wid: null,
+        referer: null,
+        created_by: null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     const variants: Variant[] = [
@@ -149,7 +158,12 @@ async function main(): Promise<void> {
         variants.push({ name: 'compiled', command: ['dist/src/main.js'], workers, geo });
       }
     }
-    console.log(`node ${process.version}, ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+    console.log(
+      `node ${process.version}, ${os.availableParallelism()} cores, load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
     for (const v of variants) {
       const env: NodeJS.ProcessEnv = {
         ...process.env,
@@ -178,7 +192,9 @@ async function main(): Promise<void> {
       }
       times.sort((a, b) => a - b);
       const median = times[Math.floor(times.length / 2)]!;
-      console.log(`\n${v.name}, --workers ${v.workers}, GEOIP_DB=${v.geo}: start ${Math.round(median)} ms (median of ${RUNS}: ${times.map(Math.round).join(', ')})`);
+      console.log(
+        `\n${v.name}, --workers ${v.workers}, GEOIP_DB=${v.geo}: start ${Math.round(median)} ms (median of ${RUNS}: ${times.map(Math.round).join(', ')})`,
+      );
       if (v.npm) continue;
       console.log(`  idle RSS MB:               ${fmt(idle)}`);
       console.log(`  peak RSS MB (${EVENTS} events): ${fmt(peak)}`);

@@ -10,15 +10,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       level,
       base: { service: 'trackway' },
       redact: {
-        paths: [
-          'req.headers.authorization',
-          'headers.authorization',
-          '*.password',
-          '*.authToken',
-          '*.bearer_token',
-          '*.token',
-          '*.org_token',
-        ],
+        paths: ['req.headers.authorization', 'headers.authorization', '*.password', '*.authToken', '*.bearer_token', '*.token', '*.org_token'],
         censor: '[redacted]',
       },
       serializers: { err: pino.stdSerializers.err },

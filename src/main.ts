@@ -85,9 +85,7 @@ async function runMigrate(config: Config, log: Logger, args: string[]): Promise<
     applied: names,
     distributed: values.distribute ? await distribute(h.db) : [],
   }));
-  process.stdout.write(
-    applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'migrations are up to date\n',
-  );
+  process.stdout.write(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'migrations are up to date\n');
   if (values.distribute) {
     process.stdout.write(distributed.length ? `${distributed.join('\n')}\n` : 'every table is already distributed\n');
   }
@@ -156,7 +154,9 @@ async function runPlatform(config: Config, log: Logger, args: string[]): Promise
   if (result.created) {
     process.stdout.write(`created platform account ${values.email} on platform "${values.platform}" (user id ${result.userId})\n`);
   } else if (result.samePassword) {
-    process.stdout.write(`platform account ${values.email} already exists on platform "${values.platform}" (user id ${result.userId}); nothing changed\n`);
+    process.stdout.write(
+      `platform account ${values.email} already exists on platform "${values.platform}" (user id ${result.userId}); nothing changed\n`,
+    );
   } else {
     throw new AccountError(
       `platform account ${values.email} already exists on platform "${values.platform}" (user id ${result.userId}) with another password; ` +
@@ -168,7 +168,9 @@ async function runPlatform(config: Config, log: Logger, args: string[]): Promise
 async function runSetPassword(config: Config, log: Logger, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { email: { type: 'string' }, password: { type: 'string' } }, strict: true });
   if (!values.email || !values.password) throw new UsageError('platform set-password needs --email and --password');
-  const result = await withDatabase(config, log, (h) => setPlatformPassword({ db: h.db, config }, { email: values.email!, password: values.password! }));
+  const result = await withDatabase(config, log, (h) =>
+    setPlatformPassword({ db: h.db, config }, { email: values.email!, password: values.password! }),
+  );
   process.stdout.write(
     `set the password of platform account ${values.email} on platform "${result.platform}" (user id ${result.userId}); ` +
       'its bearer tokens issued before now no longer work\n',

@@ -30,9 +30,10 @@ export async function insertLearnEvent(db: Database, e: NewLearnEvent): Promise<
 
 /** One page of an organisation's learning events, newest first, after `beforeId`; `limit + 1` rows to tell whether more follow. */
 export function listLearnEvents(db: Database, orgId: number, opts: { beforeId?: number; limit: number }) {
-  let query = orgScoped(db, orgId)
-    .selectFrom('learn_events')
-    .select(['id', 'event_name', 'event_val', 'event_category', 'u', 'lang', 'received_at']);
+  let query = orgScoped(db, orgId).selectFrom('learn_events').select(['id', 'event_name', 'event_val', 'event_category', 'u', 'lang', 'received_at']);
   if (opts.beforeId !== undefined) query = query.where('id', '<', opts.beforeId);
-  return query.orderBy('id', 'desc').limit(opts.limit + 1).execute();
+  return query
+    .orderBy('id', 'desc')
+    .limit(opts.limit + 1)
+    .execute();
 }

@@ -7,13 +7,7 @@
 // answers with the result: one scrape sees the whole host.
 import type { Worker } from 'node:cluster';
 import client from 'prom-client';
-import {
-  isMessage,
-  type MetricsCollect,
-  type MetricsPart,
-  type MetricsRequest,
-  type MetricsResult,
-} from './messages.ts';
+import { isMessage, type MetricsCollect, type MetricsPart, type MetricsRequest, type MetricsResult } from './messages.ts';
 
 const TIMEOUT_MS = 5_000;
 

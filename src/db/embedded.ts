@@ -284,12 +284,9 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedClus
   ];
   if (opts.ephemeral) settings.push('-c fsync=off', '-c full_page_writes=off');
   log(`starting PostgreSQL on 127.0.0.1:${info.port}`);
-  await exec(
-    bin.pgCtl,
-    ['start', '-D', pgdata, '-w', '-t', '120', '-s', '-l', path.join(pgdata, 'server.log'), '-o', settings.join(' ')],
-    who,
-    { detached: true },
-  );
+  await exec(bin.pgCtl, ['start', '-D', pgdata, '-w', '-t', '120', '-s', '-l', path.join(pgdata, 'server.log'), '-o', settings.join(' ')], who, {
+    detached: true,
+  });
   return cluster(true);
 }
 

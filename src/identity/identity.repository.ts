@@ -5,7 +5,6 @@ import { PREPARE } from '../db/database.ts';
 import type { Location, RecentView } from '../db/schema.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
 
-
 export interface VisitorTouch {
   orgId: number;
   coreId: string;
@@ -118,9 +117,7 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promis
   if (out.length === rows.length) return out;
   // the visitors left as they were: locked above, read now (unchanged, so old_corex_id = corex_id)
   const written = new Set(out.map((r) => `${r.org_id}\u0000${r.core_id}`));
-  const rest = JSON.stringify(
-    rows.filter((r) => !written.has(`${r.orgId}\u0000${r.coreId}`)).map((r) => ({ org_id: r.orgId, core_id: r.coreId })),
-  );
+  const rest = JSON.stringify(rows.filter((r) => !written.has(`${r.orgId}\u0000${r.coreId}`)).map((r) => ({ org_id: r.orgId, core_id: r.coreId })));
   // the batch's organisations named as a parameter: under Citus the read goes to their shards only
   const orgIds = [...new Set(rows.map((r) => r.orgId))];
   const { rows: kept } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
@@ -204,12 +201,7 @@ export async function identifyContacts(
 }
 
 export async function contactsOfPerson(tx: Executor, orgId: number, person: number) {
-  return orgScoped(tx, orgId)
-    .selectFrom('contacts')
-    .select(['type', 'value'])
-    .where('person_id', '=', person)
-    .orderBy('id')
-    .execute();
+  return orgScoped(tx, orgId).selectFrom('contacts').select(['type', 'value']).where('person_id', '=', person).orderBy('id').execute();
 }
 
 export interface PersonProfile {
@@ -309,11 +301,7 @@ export async function rememberProductUrls(tx: Executor, rows: ProductSighting[])
 }
 
 export async function productUrl(tx: Executor, orgId: number, productId: number): Promise<string | undefined> {
-  const row = await orgScoped(tx, orgId)
-    .selectFrom('products')
-    .select('url')
-    .where('product_id', '=', productId)
-    .executeTakeFirst();
+  const row = await orgScoped(tx, orgId).selectFrom('products').select('url').where('product_id', '=', productId).executeTakeFirst();
   return row?.url;
 }
 

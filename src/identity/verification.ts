@@ -59,10 +59,7 @@ function unverified(message: string) {
  * Checks an identify payload against the organisation's policy and says
  * what to link; throws 403 unverified_identity when it must be refused.
  */
-export function verifyIdentify(
-  policy: VerificationPolicy,
-  payload: { email?: string; phone?: string; name?: string; hash?: string },
-): IdentifyClaim {
+export function verifyIdentify(policy: VerificationPolicy, payload: { email?: string; phone?: string; name?: string; hash?: string }): IdentifyClaim {
   const email = payload.email ? normaliseEmail(payload.email) : '';
   const rawPhone = payload.phone ? normalisePhone(payload.phone) : '';
   const phone = rawPhone.replace('+', '') ? rawPhone : '';

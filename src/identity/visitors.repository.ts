@@ -3,24 +3,10 @@ import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { orgScoped } from '../db/tenancy.ts';
 
-const VISITOR_COLUMNS = [
-  'core_id',
-  'roaming_id',
-  'corex_id',
-  'name',
-  'person_id',
-  'first_seen',
-  'last_seen',
-  'user_agent',
-  'location',
-] as const;
+const VISITOR_COLUMNS = ['core_id', 'roaming_id', 'corex_id', 'name', 'person_id', 'first_seen', 'last_seen', 'user_agent', 'location'] as const;
 
 export function findVisitor(db: Database, orgId: number, coreId: string) {
-  return orgScoped(db, orgId)
-    .selectFrom('visitors')
-    .select(VISITOR_COLUMNS)
-    .where('core_id', '=', coreId)
-    .executeTakeFirst();
+  return orgScoped(db, orgId).selectFrom('visitors').select(VISITOR_COLUMNS).where('core_id', '=', coreId).executeTakeFirst();
 }
 
 export interface VisitorQuery {
@@ -32,22 +18,23 @@ export interface VisitorQuery {
 }
 
 export function listVisitors(db: Database, q: VisitorQuery) {
-  let query = orgScoped(db, q.orgId).selectFrom('visitors as v').select(VISITOR_COLUMNS.map((c) => `v.${c}` as const));
+  let query = orgScoped(db, q.orgId)
+    .selectFrom('visitors as v')
+    .select(VISITOR_COLUMNS.map((c) => `v.${c}` as const));
   if (q.contactsOnly) {
     query = query.where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('contacts as c')
-          .select('c.id')
-          .whereRef('c.org_id', '=', 'v.org_id')
-          .whereRef('c.person_id', '=', 'v.person_id'),
-      ),
+      exists(selectFrom('contacts as c').select('c.id').whereRef('c.org_id', '=', 'v.org_id').whereRef('c.person_id', '=', 'v.person_id')),
     );
   }
   if (q.after) {
     const [at, core] = q.after;
     query = query.where(sql<boolean>`(v.last_seen, v.core_id) < (${at}::timestamptz, ${core})`);
   }
-  return query.orderBy('v.last_seen', 'desc').orderBy('v.core_id', 'desc').limit(q.limit + 1).execute();
+  return query
+    .orderBy('v.last_seen', 'desc')
+    .orderBy('v.core_id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
 }
 
 /** Contacts of several persons of one organisation; `verified` when a link to it was made with a valid hash. */
@@ -76,10 +63,7 @@ export async function contactsOfPersons(db: Database, orgId: number, persons: nu
 export async function visitorsSeen(db: Database, orgId: number, since: Date, recentSince: Date) {
   const row = await orgScoped(db, orgId)
     .selectFrom('visitors')
-    .select([
-      sql<string>`count(*)`.as('total'),
-      sql<string>`count(*) FILTER (WHERE last_seen >= ${recentSince})`.as('recent'),
-    ])
+    .select([sql<string>`count(*)`.as('total'), sql<string>`count(*) FILTER (WHERE last_seen >= ${recentSince})`.as('recent')])
     .where('last_seen', '>=', since)
     .executeTakeFirstOrThrow();
   return { total: Number(row.total), recent: Number(row.recent) };

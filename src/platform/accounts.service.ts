@@ -57,7 +57,11 @@ export async function ensurePlatformAccount(
       throw new AccountError(`${input.email} is already registered${existing.platform_name ? ` on platform "${existing.platform_name}"` : ''}`);
     }
     if (!opts.checkPassword) return { created: false, userId: existing.id };
-    return { created: false, userId: existing.id, samePassword: await verifyPassword(input.password, existing.password_hash, deps.config?.passwordHashCost) };
+    return {
+      created: false,
+      userId: existing.id,
+      samePassword: await verifyPassword(input.password, existing.password_hash, deps.config?.passwordHashCost),
+    };
   }
   const user = await insertUser(deps.db, {
     email: input.email.trim(),

@@ -32,8 +32,8 @@ export async function authenticate(deps: Deps, header: string, platformInPath: s
   // unauthorizedHandler, which passes ApiErrors through: a database outage
   // must read as 503 + Retry-After, not as a bad token
   const user = await findSessionUser(deps.db, claims.userId).catch((err: unknown) => {
-      throw isUnavailable(err) ? unavailableError('platform') : err;
-    });
+    throw isUnavailable(err) ? unavailableError('platform') : err;
+  });
   // a merchant session (platform `merchant`) belongs to a user without a platform
   if (!user || !user.is_active || loginPlatformOf(user) !== claims.platform) {
     throw unauthorized('The bearer token is invalid or expired');

@@ -5,7 +5,6 @@ import { sql } from 'kysely';
 import type { DB, IntegrationsTable } from '../db/schema.ts';
 import { orgScoped, type Executor } from '../db/tenancy.ts';
 
-
 export const INTEGRATION_COLUMNS = [
   'id',
   'org_id',
@@ -106,12 +105,7 @@ export async function findMemberIntegration(
   return orgId === undefined ? undefined : findIntegration(db, orgId, id, opts);
 }
 
-export function replaceIntegration(
-  tx: Transaction<DB>,
-  orgId: number,
-  id: number,
-  fields: IntegrationFields,
-): Promise<IntegrationRow | undefined> {
+export function replaceIntegration(tx: Transaction<DB>, orgId: number, id: number, fields: IntegrationFields): Promise<IntegrationRow | undefined> {
   return orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ ...columns(fields), modified_at: sql<Date>`now()` })
@@ -171,11 +165,7 @@ export type IntegrationTargetRow = Pick<
 >;
 
 /** A live (not deleted) integration of any organisation assigned to the user: what a test delivery needs. */
-export async function findMemberIntegrationTarget(
-  db: Executor,
-  userId: number,
-  id: number,
-): Promise<IntegrationTargetRow | undefined> {
+export async function findMemberIntegrationTarget(db: Executor, userId: number, id: number): Promise<IntegrationTargetRow | undefined> {
   const orgId = await memberIntegrationOrg(db, userId, id);
   if (orgId === undefined) return undefined;
   return liveIntegrations(db, orgId)

@@ -5,7 +5,6 @@ import { type Transaction, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { type Executor } from '../db/tenancy.ts';
 
-
 /** Tells every process (after commit) that this organisation's settings changed. */
 export const ORGANISATIONS_CHANNEL = 'trackway_organisations';
 

@@ -4,7 +4,6 @@ import { type Selectable, type Transaction, sql } from 'kysely';
 import type { DB, OrganisationsTable } from '../db/schema.ts';
 import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
 
-
 const micro = (column: 'organisations.created_at' | 'organisations.modified_at') =>
   sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')`;
 
@@ -86,11 +85,7 @@ export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation
     .executeTakeFirstOrThrow();
 }
 
-export async function insertMembers(
-  tx: Transaction<DB>,
-  orgId: number,
-  members: { userId: number; role: 'owner' | 'platform' }[],
-): Promise<void> {
+export async function insertMembers(tx: Transaction<DB>, orgId: number, members: { userId: number; role: 'owner' | 'platform' }[]): Promise<void> {
   if (members.length === 0) return;
   await tx
     .insertInto('organisation_members')
@@ -144,11 +139,7 @@ export function listMemberOrganisations(
 export async function findOrganisationByTokenHash(db: Executor, tokenHash: Buffer) {
   const owner = await db.selectFrom('organisation_tokens').select('org_id').where('token_hash', '=', tokenHash).executeTakeFirst();
   if (!owner) return undefined;
-  return db
-    .selectFrom('organisations')
-    .select(['id', 'token_hash', 'is_active'])
-    .where('id', '=', owner.org_id)
-    .executeTakeFirst();
+  return db.selectFrom('organisations').select(['id', 'token_hash', 'is_active']).where('id', '=', owner.org_id).executeTakeFirst();
 }
 
 /** The organisation of a normalised domain (domainKey), with its token columns, through its lookup table. */
@@ -160,13 +151,9 @@ export async function findOrganisationByDomainKey(db: Executor, key: string) {
 
 /** Organisations whose token is still in clear (written before tokens were sealed), a batch at a time. */
 export function organisationsWithClearToken(db: Executor, limit: number) {
-  return db
-    .selectFrom('organisations')
-    .select(['id', 'token'])
-    .where('token', 'is not', null)
-    .orderBy('id')
-    .limit(limit)
-    .execute() as Promise<{ id: number; token: string }[]>;
+  return db.selectFrom('organisations').select(['id', 'token']).where('token', 'is not', null).orderBy('id').limit(limit).execute() as Promise<
+    { id: number; token: string }[]
+  >;
 }
 
 /** Stores each sealed token and clears the token in clear (only where it is still there). */

@@ -71,10 +71,7 @@ export function rotateIdentitySecret(deps: ReadDeps, principal: Principal, orgId
 }
 
 /** For the operator (`trackway organisation token`): the organisation of a domain and its token in clear. */
-export async function readOrganisationToken(
-  deps: Pick<Deps, 'db' | 'cipher'>,
-  domain: string,
-): Promise<{ id: number; token: string } | undefined> {
+export async function readOrganisationToken(deps: Pick<Deps, 'db' | 'cipher'>, domain: string): Promise<{ id: number; token: string } | undefined> {
   const key = domainKey(domain);
   const row = key ? await findOrganisationByDomainKey(deps.db, key) : undefined;
   return row && { id: row.id, token: organisationToken(deps.cipher, row) };

@@ -50,7 +50,8 @@ async function inSlot<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } finally {
     const next = waiting.shift();
-    if (next) next(); // the slot passes on
+    if (next)
+      next(); // the slot passes on
     else running--;
   }
 }
@@ -64,10 +65,7 @@ function scrypt(password: string, salt: Buffer, keylen: number, opts: ScryptOpti
   // node refuses more than maxmem (32 MiB by default); scrypt needs 128·N·r plus a little
   const maxmem = 128 * opts.N! * opts.r! * (opts.p ?? 1) + 16 * 1024 * 1024;
   return inSlot(
-    () =>
-      new Promise((resolve, reject) =>
-        scryptCb(password, salt, keylen, { ...opts, maxmem }, (err, key) => (err ? reject(err) : resolve(key))),
-      ),
+    () => new Promise((resolve, reject) => scryptCb(password, salt, keylen, { ...opts, maxmem }, (err, key) => (err ? reject(err) : resolve(key)))),
   );
 }
 

@@ -3,17 +3,7 @@
 import { sql } from 'kysely';
 import { type Executor } from '../db/tenancy.ts';
 
-
-export const USER_COLUMNS = [
-  'id',
-  'name',
-  'email',
-  'phone',
-  'is_active',
-  'is_email_verified',
-  'is_phone_verified',
-  'is_superuser',
-] as const;
+export const USER_COLUMNS = ['id', 'name', 'email', 'phone', 'is_active', 'is_email_verified', 'is_phone_verified', 'is_superuser'] as const;
 
 export function findByEmailKey(db: Executor, emailKey: string) {
   return db

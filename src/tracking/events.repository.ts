@@ -57,14 +57,16 @@ export interface EventQuery {
 }
 
 export async function listEvents(db: Database, q: EventQuery) {
-  let query = orgScoped(db, q.orgId)
-    .selectFrom('events')
-    .select(['id', 'name', 'core_id', 'roaming_id', 'corex_id', 'received_at', 'body']);
+  let query = orgScoped(db, q.orgId).selectFrom('events').select(['id', 'name', 'core_id', 'roaming_id', 'corex_id', 'received_at', 'body']);
   if (q.coreId !== undefined) query = query.where('core_id', '=', q.coreId);
   if (q.name !== undefined) query = query.where('name', '=', q.name);
   if (q.after) {
     const [at, id] = q.after;
     query = query.where(sql<boolean>`(received_at, id) < (${at}::timestamptz, ${id}::bigint)`);
   }
-  return query.orderBy('received_at', 'desc').orderBy('id', 'desc').limit(q.limit + 1).execute();
+  return query
+    .orderBy('received_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
 }

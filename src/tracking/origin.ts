@@ -16,6 +16,8 @@ export function checkOrigin(policy: Pick<OrganisationPolicy, 'orgId' | 'enforceO
   throw trackingError(
     403,
     'origin_not_allowed',
-    !source ? `${what}; organisation ${policy.orgId} accepts only requests from its allowed domains` : `${what} the allowed domains of organisation ${policy.orgId}`,
+    !source
+      ? `${what}; organisation ${policy.orgId} accepts only requests from its allowed domains`
+      : `${what} the allowed domains of organisation ${policy.orgId}`,
   );
 }

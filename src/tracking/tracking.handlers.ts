@@ -69,4 +69,3 @@ export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recor
     },
   };
 }
-

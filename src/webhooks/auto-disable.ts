@@ -30,7 +30,10 @@ export function longDuration(ms: number): string {
   return `${ms} ms`;
 }
 
-export function disabledReason(h: { failing_since: Date | null; consecutive_failures: number; last_error: string | null }, disableAfterMs: number): string {
+export function disabledReason(
+  h: { failing_since: Date | null; consecutive_failures: number; last_error: string | null },
+  disableAfterMs: number,
+): string {
   const since = h.failing_since ? ` (failing since ${h.failing_since.toISOString()}, ${h.consecutive_failures} attempts in a row)` : '';
   const last = h.last_error ? `; last error: ${h.last_error}` : '';
   return `Disabled automatically: no delivery succeeded for ${longDuration(disableAfterMs)}${since}${last}. Activate the integration again once the endpoint works.`;

@@ -73,7 +73,13 @@ export async function replaceLimits(
 
 /** The integrations currently at the bound (as the last check left them). */
 export function listLimits(db: Executor): Promise<Backlog[]> {
-  return db.selectFrom('webhook_backlog_limits').modifyFront(sql.raw(ALL_ORGANISATIONS)).select(['org_id', 'integration_id', 'pending']).orderBy('org_id').orderBy('integration_id').execute();
+  return db
+    .selectFrom('webhook_backlog_limits')
+    .modifyFront(sql.raw(ALL_ORGANISATIONS))
+    .select(['org_id', 'integration_id', 'pending'])
+    .orderBy('org_id')
+    .orderBy('integration_id')
+    .execute();
 }
 
 /** With the bound turned off nothing may stay limited. */

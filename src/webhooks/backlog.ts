@@ -116,7 +116,11 @@ export function startBacklogMonitor(deps: Pick<Deps, 'db' | 'config' | 'log' | '
     else if (atBound.length > 0 && now - lastReminder >= reminderMs) {
       lastReminder = now;
       log.warn(
-        { integrations: atBound.slice(0, 20).map((b) => ({ orgId: b.org_id, integrationId: b.integration_id })), count: atBound.length, maxBacklog: bound },
+        {
+          integrations: atBound.slice(0, 20).map((b) => ({ orgId: b.org_id, integrationId: b.integration_id })),
+          count: atBound.length,
+          maxBacklog: bound,
+        },
         'webhook backlog limit still reached: new deliveries of these integrations are written failed',
       );
     }

@@ -57,8 +57,7 @@ export interface Claim {
   cut: { orgId: number; integrationId: number }[];
 }
 
-export const LOST_ATTEMPT_ERROR =
-  'no outcome recorded: the dispatcher that made this attempt stopped before finishing it (its lease expired)';
+export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the dispatcher that made this attempt stopped before finishing it (its lease expired)';
 export const INACTIVE_ERROR = 'integration deactivated or deleted';
 
 /**
@@ -103,13 +102,7 @@ export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim>
  * this dispatcher's slot when it has one (organisation id modulo the slot
  * count). The one statement of the dispatcher that spans organisations.
  */
-async function dueOrganisations(
-  db: Database,
-  now: Date,
-  limit: number,
-  full: number[],
-  slot: DispatchSlot | undefined,
-): Promise<number[]> {
+async function dueOrganisations(db: Database, now: Date, limit: number, full: number[], slot: DispatchSlot | undefined): Promise<number[]> {
   // past organisations without room here and endpoints paused by their circuit breaker
   const { rows } = await sql<{ org_id: number }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
     SELECT d.org_id FROM deliveries d

@@ -5,9 +5,7 @@ import { principalOf } from '../platform/principal.ts';
 import { getDelivery, listDeliveries, retryDelivery } from './deliveries.service.ts';
 import { createIntegrationTester } from './integration-test.service.ts';
 
-export function deliveriesHandlers(
-  deps: Deps,
-): HandlerMap<'listDeliveries' | 'getDelivery' | 'retryDelivery' | 'testIntegration'> {
+export function deliveriesHandlers(deps: Deps): HandlerMap<'listDeliveries' | 'getDelivery' | 'retryDelivery' | 'testIntegration'> {
   const tester = createIntegrationTester(deps);
   return {
     listDeliveries: async (c) => {

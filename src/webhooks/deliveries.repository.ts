@@ -5,7 +5,6 @@ import type { DB, DeliveryStatus } from '../db/schema.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
 
-
 const DELIVERY_COLUMNS = [
   'deliveries.org_id',
   'deliveries.id',
@@ -46,7 +45,6 @@ export interface AttemptRow {
   response_excerpt: string | null;
 }
 
-
 /** Deliveries of the organisation, newest first, below `beforeId` when given. */
 export function listDeliveries(
   db: Executor,
@@ -61,12 +59,7 @@ export function listDeliveries(
 }
 
 /** A delivery of any organisation assigned to the user, locked for update inside a transaction when asked. */
-export async function findMemberDelivery(
-  db: Executor,
-  userId: number,
-  id: number,
-  opts: { lock?: boolean } = {},
-): Promise<DeliveryRow | undefined> {
+export async function findMemberDelivery(db: Executor, userId: number, id: number, opts: { lock?: boolean } = {}): Promise<DeliveryRow | undefined> {
   // deliveries are too many for an id -> org lookup table: look in the user's organisations
   // (a reference table), then read (and lock) within the one that holds it
   const orgs = await db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId).execute();
@@ -74,7 +67,11 @@ export async function findMemberDelivery(
   const owner = await db
     .selectFrom('deliveries')
     .select('org_id')
-    .where('org_id', 'in', orgs.map((o) => o.org_id))
+    .where(
+      'org_id',
+      'in',
+      orgs.map((o) => o.org_id),
+    )
     .where('id', '=', id)
     .executeTakeFirst();
   if (!owner) return undefined;
@@ -101,7 +98,7 @@ export function attemptsOf(db: Executor, orgId: number, deliveryIds: number[]): 
  * once the transaction commits.
  */
 export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: number): Promise<DeliveryRow | undefined> {
-  const row = (await orgScoped(tx, orgId)
+  const row = await orgScoped(tx, orgId)
     .updateTable('deliveries')
     .set((eb) => ({
       status: 'pending',
@@ -112,7 +109,7 @@ export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: nu
     .where('id', '=', id)
     .where('status', 'in', ['failed', 'cancelled'])
     .returning(DELIVERY_COLUMNS)
-    .executeTakeFirst());
+    .executeTakeFirst();
   if (row) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
   return row;
 }

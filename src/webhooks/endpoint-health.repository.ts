@@ -9,7 +9,6 @@ import type { DB } from '../db/schema.ts';
 import type { HealthRow } from './circuit-breaker.ts';
 import { orgScoped, type Executor } from '../db/tenancy.ts';
 
-
 const HEALTH_COLUMNS = [
   'org_id',
   'integration_id',
@@ -22,11 +21,14 @@ const HEALTH_COLUMNS = [
   'disabled_reason',
 ] as const;
 
-
 /** The health rows of some integrations of one organisation (a missing one is healthy). */
 export async function readEndpointHealth(db: Executor, orgId: number, integrationIds: number[]): Promise<Map<number, HealthRow>> {
   if (integrationIds.length === 0) return new Map();
-  const rows = await orgScoped(db, orgId).selectFrom('webhook_endpoint_health').select(HEALTH_COLUMNS).where('integration_id', 'in', integrationIds).execute();
+  const rows = await orgScoped(db, orgId)
+    .selectFrom('webhook_endpoint_health')
+    .select(HEALTH_COLUMNS)
+    .where('integration_id', 'in', integrationIds)
+    .execute();
   return new Map(rows.map((r) => [r.integration_id, r]));
 }
 

@@ -205,7 +205,14 @@ export class FairShare {
     }
     let integrationsFull = 0;
     for (const lane of this.lanes.values()) if (lane.full) integrationsFull++;
-    return { inFlight: this.inFlight, waiting: this.heldTotal - this.inFlight, organisations, organisationsFull, integrationsFull, largestOrganisation };
+    return {
+      inFlight: this.inFlight,
+      waiting: this.heldTotal - this.inFlight,
+      organisations,
+      organisationsFull,
+      integrationsFull,
+      largestOrganisation,
+    };
   }
 
   private release(job: Job): boolean {

@@ -4,10 +4,7 @@
 // before, ±10% jitter, never sooner than a Retry-After); anything else, a refused
 // address and an unusable URL fail at once. After the last step the delivery is failed.
 
-export type Outcome =
-  | { kind: 'delivered' }
-  | { kind: 'retry'; delayMs: number }
-  | { kind: 'failed' };
+export type Outcome = { kind: 'delivered' } | { kind: 'retry'; delayMs: number } | { kind: 'failed' };
 
 /** What the sender saw: a status when a response arrived, else an error. */
 export interface AttemptSummary {
@@ -55,12 +52,7 @@ export function retryAfterCap(schedule: number[]): number {
  * The outcome of attempt number `attemptInSchedule` (1 = the first attempt
  * since the schedule started) given what the sender saw.
  */
-export function decide(
-  attempt: AttemptSummary,
-  attemptInSchedule: number,
-  schedule: number[],
-  random: () => number = Math.random,
-): Outcome {
+export function decide(attempt: AttemptSummary, attemptInSchedule: number, schedule: number[], random: () => number = Math.random): Outcome {
   const { statusCode } = attempt;
   if (statusCode !== null && statusCode >= 200 && statusCode <= 299) return { kind: 'delivered' };
   if (attempt.permanent) return { kind: 'failed' };

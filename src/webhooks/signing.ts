@@ -30,13 +30,7 @@ export interface Credentials {
 }
 
 /** Headers of one attempt; `webhook-timestamp` is the time of this attempt. */
-export function deliveryHeaders(
-  creds: Credentials,
-  webhookId: string,
-  body: string,
-  ua: string,
-  now = Date.now(),
-): Record<string, string> {
+export function deliveryHeaders(creds: Credentials, webhookId: string, body: string, ua: string, now = Date.now()): Record<string, string> {
   const timestamp = Math.floor(now / 1000);
   const headers: Record<string, string> = {
     'content-type': 'application/json',

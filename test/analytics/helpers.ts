@@ -10,7 +10,14 @@ export const UNKNOWN_TOKEN = { status: 'failed', code: 5104, reason: 'Invalid or
 /** A registration body no other test uses. */
 export function registration(over: Record<string, unknown> = {}) {
   const n = unique('an');
-  return { email: `${n}@owner.example`, password: 'r1se&shine-2024', first_name: 'Maria', domain: `${n}.bakery.example`, entity: "Maria's Bakery", ...over };
+  return {
+    email: `${n}@owner.example`,
+    password: 'r1se&shine-2024',
+    first_name: 'Maria',
+    domain: `${n}.bakery.example`,
+    entity: "Maria's Bakery",
+    ...over,
+  };
 }
 
 export interface RegisterOptions {
@@ -28,11 +35,7 @@ export function register(srv: TestServer, body: unknown, opts: RegisterOptions =
 
 /** The stored organisation of a domain (its token is not returned by registration), with its token decrypted. */
 export async function organisationOf(srv: TestServer, domain: string) {
-  const row = await srv.database.handle.db
-    .selectFrom('organisations')
-    .selectAll()
-    .where('domain', '=', domain)
-    .executeTakeFirst();
+  const row = await srv.database.handle.db.selectFrom('organisations').selectAll().where('domain', '=', domain).executeTakeFirst();
   return row && { ...row, token: row.token_enc ? srv.deps.cipher.decrypt(row.token_enc) : row.token };
 }
 

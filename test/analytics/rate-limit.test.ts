@@ -86,7 +86,8 @@ describe('rate limiter (src/http/rate-limit.ts)', () => {
   });
 });
 
-const expectLimited = (r: Parameters<typeof limited>[0], windowSeconds: number) => limited(r, { status: 'error' }, { windowSeconds, message: 'text' });
+const expectLimited = (r: Parameters<typeof limited>[0], windowSeconds: number) =>
+  limited(r, { status: 'error' }, { windowSeconds, message: 'text' });
 
 describe('analytics registration rate limit (REGISTRATION_RATE_LIMIT=2/1m)', () => {
   let srv: TestServer;

@@ -72,7 +72,10 @@ describe('dashboard in Chromium', function () {
 
   before(async function () {
     browser = await launchChromium(this);
-    srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '200ms', TRUST_PROXY: 'true' }, { dispatcher: true });
+    srv = await startTestServer(
+      { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '200ms', TRUST_PROXY: 'true' },
+      { dispatcher: true },
+    );
     account = await newAccount(srv);
     testReceiver = await TestReceiver.start(() => ({ status: 200, body: '{"ok":true}' }));
     failingReceiver = await TestReceiver.start(() => ({ status: 500, body: 'receiver is down' }));
@@ -125,7 +128,10 @@ describe('dashboard in Chromium', function () {
       const rows = page.locator('table.rows tbody tr');
       await visible(rows.first());
       expect(await rows.count()).to.equal(25);
-      expect(await rows.first().textContent()).to.include(org.domain).and.include("Jane's Linen Shop").and.include('Active');
+      expect(await rows.first().textContent())
+        .to.include(org.domain)
+        .and.include("Jane's Linen Shop")
+        .and.include('Active');
       await fitsWidth(page, DESKTOP.width, 'organisations');
       await screenshot(page, 'dashboard-organisations-desktop', true);
 
@@ -187,13 +193,18 @@ describe('dashboard in Chromium', function () {
       const card = page.getByRole('listitem', { name: `Integration ${testReceiver.url}` });
       await visible(card);
       await visible(page.getByText('Integration created.'));
-      expect(await card.textContent()).to.include('contact matches and events').and.include('****1234').and.include('Active');
+      expect(await card.textContent())
+        .to.include('contact matches and events')
+        .and.include('****1234')
+        .and.include('Active');
 
       // send test: a signed sample reaches the local receiver, and the result is shown
       const before = testReceiver.requests.length;
       await card.getByRole('button', { name: 'Send test' }).click();
       await visible(card.getByText('Test delivered'));
-      expect(await card.locator('.result').textContent()).to.include('HTTP 200').and.include('{"ok":true}');
+      expect(await card.locator('.result').textContent())
+        .to.include('HTTP 200')
+        .and.include('{"ok":true}');
       const sample = testReceiver.requests[before]!;
       expect(sample.headers.authorization).to.equal('Bearer dashboard-token-1234');
       expect(JSON.parse(sample.body)).to.include({ medium: 'matched', org_id: String(org.id) });
@@ -248,17 +259,26 @@ describe('dashboard in Chromium', function () {
       expect(page.url()).to.include('status=failed');
 
       // the identify makes a contact match; the receiver answers 500 twice and it dead-letters
-      const r = await srv.api.get(`/jsv1/identify/${org.id}/${visitorA.roaming}/${visitorA.core}/${b64url({ email: 'Jane.Doe@Example.com', name: 'Jane Doe' })}`, {
-        headers: { 'x-forwarded-for': visitorA.ip },
-      });
+      const r = await srv.api.get(
+        `/jsv1/identify/${org.id}/${visitorA.roaming}/${visitorA.core}/${b64url({ email: 'Jane.Doe@Example.com', name: 'Jane Doe' })}`,
+        {
+          headers: { 'x-forwarded-for': visitorA.ip },
+        },
+      );
       expect(r.status, r.text).to.equal(200);
       const card = page.getByRole('listitem').filter({ hasText: 'Contact match' });
       await visible(card, 20_000); // the page refreshes itself
-      expect(await card.textContent()).to.include('jane.doe@example.com').and.include('failed').and.include(failingReceiver.url);
+      expect(await card.textContent())
+        .to.include('jane.doe@example.com')
+        .and.include('failed')
+        .and.include(failingReceiver.url);
       await card.getByRole('button', { name: 'Show attempts (2)' }).click();
       const attempts = card.locator('table.attempts tbody tr');
       expect(await attempts.count()).to.equal(2);
-      for (const row of await attempts.all()) expect(await row.textContent()).to.include('500').and.include('receiver is down');
+      for (const row of await attempts.all())
+        expect(await row.textContent())
+          .to.include('500')
+          .and.include('receiver is down');
       await fitsWidth(page, DESKTOP.width, 'deliveries');
       await screenshot(page, 'dashboard-deliveries-desktop', true);
 
@@ -269,15 +289,23 @@ describe('dashboard in Chromium', function () {
       const delivered = page.getByRole('listitem').filter({ hasText: 'Contact match' });
       await visible(delivered.locator('.badge', { hasText: 'delivered' }), 20_000);
       await delivered.getByRole('button', { name: 'Show attempts (3)' }).click();
-      expect(await delivered.locator('table.attempts tbody tr').last().textContent()).to.include('200').and.include('back up');
+      expect(await delivered.locator('table.attempts tbody tr').last().textContent())
+        .to.include('200')
+        .and.include('back up');
     });
 
     it('lists visitors and contacts and opens one with its recent activity and events', async () => {
       await page.getByRole('navigation', { name: 'Organisation' }).getByRole('link', { name: 'Visitors' }).click();
       const rows = page.locator('table.rows tbody tr');
       await page.waitForFunction(() => document.querySelectorAll('table.rows tbody tr').length === 2);
-      expect(await rows.first().textContent()).to.include('Jane Doe').and.include('jane.doe@example.com').and.include('NL').and.include('just now');
-      expect(await rows.nth(1).textContent()).to.include(visitorB.core).and.include('JP');
+      expect(await rows.first().textContent())
+        .to.include('Jane Doe')
+        .and.include('jane.doe@example.com')
+        .and.include('NL')
+        .and.include('just now');
+      expect(await rows.nth(1).textContent())
+        .to.include(visitorB.core)
+        .and.include('JP');
       await page.getByRole('button', { name: 'Contacts only' }).click();
       await page.waitForFunction(() => document.querySelectorAll('table.rows tbody tr').length === 1);
       await fitsWidth(page, DESKTOP.width, 'visitors');
@@ -287,15 +315,13 @@ describe('dashboard in Chromium', function () {
 
       await page.getByRole('link', { name: 'Jane Doe' }).click();
       await visible(page.getByRole('heading', { name: 'Jane Doe' }));
-      expect(await page.locator('dl.facts').first().textContent()).to.include(visitorA.core).and.include('jane.doe@example.com');
+      expect(await page.locator('dl.facts').first().textContent())
+        .to.include(visitorA.core)
+        .and.include('jane.doe@example.com');
       await visible(page.getByRole('link', { name: 'https://linen.example/products/linen-shirt' }).first());
       const events = page.locator('table.rows tbody tr');
       await page.waitForFunction(() => document.querySelectorAll('table.rows tbody tr').length === 3);
-      expect(await page.locator('table.rows tbody td[data-label="Event"]').allTextContents()).to.deep.equal([
-        'updatecart',
-        'productview',
-        'view',
-      ]);
+      expect(await page.locator('table.rows tbody td[data-label="Event"]').allTextContents()).to.deep.equal(['updatecart', 'productview', 'view']);
       expect(await events.nth(1).textContent()).to.include('https://linen.example/products/linen-shirt');
       await fitsWidth(page, DESKTOP.width, 'visitor');
       await screenshot(page, 'dashboard-visitor-desktop', true);
@@ -356,7 +382,10 @@ describe('dashboard in Chromium', function () {
             `${base}/deliveries`,
             async () => {
               await visible(page.getByRole('button', { name: /Show attempts/ }).first());
-              await page.getByRole('button', { name: /Show attempts/ }).first().click();
+              await page
+                .getByRole('button', { name: /Show attempts/ })
+                .first()
+                .click();
             },
           ],
           ['visitors', `${base}/visitors`, () => visible(page.locator('table.rows tbody tr').first())],

@@ -75,7 +75,8 @@ describe('endpoint health in the dashboard (Chromium)', function () {
       const i = await newWebhook(srv, account, orgId, { endpoint: r.url, do_events: false, do_contacts: true });
       hooks[name] = { id: i.id, orgId, signingSecret: i.signing_secret };
     }
-    const bodies = (n: number, tag: string) => Array.from({ length: n }, (_, k) => ({ kind: 'matched' as const, body: matchedBody(orgId, `${tag}${k}@example.com`) }));
+    const bodies = (n: number, tag: string) =>
+      Array.from({ length: n }, (_, k) => ({ kind: 'matched' as const, body: matchedBody(orgId, `${tag}${k}@example.com`) }));
     // eight failures at once: paused at once; one delivery failing every 400 ms: disabled after 1 s
     await enqueue(srv.deps.db, hooks.paused!, bodies(8, 'p'));
     await enqueue(srv.deps.db, hooks.disabled!, bodies(1, 'd'));
@@ -118,7 +119,10 @@ describe('endpoint health in the dashboard (Chromium)', function () {
         expect(await disabled.getByRole('button', { name: 'Activate' }).count()).to.equal(1);
 
         const failing = card(page, receivers.failing);
-        expect(await failing.textContent()).to.include('Failing').and.include('The last attempt failed').and.include('Last error: HTTP 410');
+        expect(await failing.textContent())
+          .to.include('Failing')
+          .and.include('The last attempt failed')
+          .and.include('Last error: HTTP 410');
         const healthy = card(page, receivers.healthy);
         expect(await healthy.locator('.health').count()).to.equal(0);
         expect(await healthy.textContent()).to.include('Active');
@@ -154,7 +158,9 @@ describe('endpoint health in the dashboard (Chromium)', function () {
       await disabled.getByRole('button', { name: 'Activate' }).click();
       await visible(disabled.getByRole('button', { name: 'Deactivate' }));
       expect(await disabled.locator('.health').count()).to.equal(0);
-      expect(await disabled.textContent()).to.include('Active').and.not.include('Disabled');
+      expect(await disabled.textContent())
+        .to.include('Active')
+        .and.not.include('Disabled');
       expect(await health(hooks.disabled!.id)).to.include({ state: 'healthy', disabled_reason: null });
     } finally {
       await context.close();

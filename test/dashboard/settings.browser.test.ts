@@ -123,7 +123,9 @@ describe('dashboard trust settings in Chromium', function () {
       const code = await page.evaluate(() => navigator.clipboard.readText());
       expect(code).to.include("createHmac('sha256', secret)");
       await page.getByRole('button', { name: 'Copy the tracker call' }).click();
-      expect(await page.evaluate(() => navigator.clipboard.readText())).to.include("trackway.push(['identify', { email: CUSTOMER_EMAIL, hash: HASH_FROM_YOUR_SERVER }])");
+      expect(await page.evaluate(() => navigator.clipboard.readText())).to.include(
+        "trackway.push(['identify', { email: CUSTOMER_EMAIL, hash: HASH_FROM_YOUR_SERVER }])",
+      );
       expect(await page.locator('#snippet-php').textContent()).to.include("hash_hmac('sha256', mb_strtolower(trim($email)), $secret)");
 
       // run the copied code as the shop's server would
@@ -132,10 +134,14 @@ describe('dashboard trust settings in Chromium', function () {
         const file = path.join(dir, 'hash.mjs');
         writeFileSync(file, `${code}\nconsole.log(trackwayHash(process.argv[2]));\n`);
         const { identity_secret: secret } = await read();
-        const { stdout } = await promisify(execFile)(process.execPath, [file, ' Customer@Example.com '], { env: { ...process.env, TRACKWAY_IDENTITY_SECRET: secret } });
+        const { stdout } = await promisify(execFile)(process.execPath, [file, ' Customer@Example.com '], {
+          env: { ...process.env, TRACKWAY_IDENTITY_SECRET: secret },
+        });
         const hash = stdout.trim();
         expect(hash).to.match(/^[0-9a-f]{64}$/);
-        const ok = await srv.api.get(`/jsv1/identify/${org.id}/r1/c-snippet/${b64url({ email: ' Customer@Example.com ', hash })}`, { headers: { origin: `https://${org.domain}` } });
+        const ok = await srv.api.get(`/jsv1/identify/${org.id}/r1/c-snippet/${b64url({ email: ' Customer@Example.com ', hash })}`, {
+          headers: { origin: `https://${org.domain}` },
+        });
         expect(ok.status, ok.text).to.equal(200);
       } finally {
         rmSync(dir, { recursive: true, force: true });

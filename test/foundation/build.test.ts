@@ -46,13 +46,27 @@ describe('the production build (npm run build)', function () {
     expect(r.out).to.match(/built dist\/ in [\d.]+ s \(tracker\.js \d+ bytes gzipped\)/);
     const compiled = filesUnder(path.join(DIST, 'src'));
     expect(compiled).to.include('main.js');
-    expect(compiled.filter((f) => !f.endsWith('.js')), 'only JavaScript in dist/src').to.deep.equal([]);
-    expect(compiled.filter((f) => f.startsWith('dashboard/app/') || f.startsWith('tracking/tracker/')), 'browser code is bundled, not compiled').to.deep.equal([]);
+    expect(
+      compiled.filter((f) => !f.endsWith('.js')),
+      'only JavaScript in dist/src',
+    ).to.deep.equal([]);
+    expect(
+      compiled.filter((f) => f.startsWith('dashboard/app/') || f.startsWith('tracking/tracker/')),
+      'browser code is bundled, not compiled',
+    ).to.deep.equal([]);
     // every import specifier was rewritten: no .ts left
     const main = fs.readFileSync(path.join(DIST, 'src', 'main.js'), 'utf8');
-    expect(main).to.match(/from ["']\.\/config\.js["']/).and.match(/import\(["']\.\/server\.js["']\)/).and.not.match(/\.tsx?["']/);
+    expect(main)
+      .to.match(/from ["']\.\/config\.js["']/)
+      .and.match(/import\(["']\.\/server\.js["']\)/)
+      .and.not.match(/\.tsx?["']/);
     // Kysely names a migration after its file without the extension: the same names from src/ and dist/
-    const names = (dir: string, ext: string) => fs.readdirSync(dir).filter((f) => f.endsWith(ext)).map((f) => f.slice(0, -ext.length)).sort();
+    const names = (dir: string, ext: string) =>
+      fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith(ext))
+        .map((f) => f.slice(0, -ext.length))
+        .sort();
     const fromSrc = names(path.join(ROOT, 'src/db/migrations'), '.ts');
     expect(fromSrc.length).to.be.greaterThan(0);
     expect(names(path.join(DIST, 'src/db/migrations'), '.js')).to.deep.equal(fromSrc);
@@ -133,13 +147,18 @@ describe('the production build (npm run build)', function () {
       const tracker = await fetch(`${base}/jsv1/tracker.js`, { headers: { 'accept-encoding': 'identity' } });
       expect(tracker.status).to.equal(200);
       expect(await tracker.text()).to.equal(fs.readFileSync(path.join(assets, 'tracker.js'), 'utf8'));
-      const manifest = JSON.parse(fs.readFileSync(path.join(assets, 'manifest.json'), 'utf8')) as { tracker: { etag: string }; dashboard: { script: string } };
+      const manifest = JSON.parse(fs.readFileSync(path.join(assets, 'manifest.json'), 'utf8')) as {
+        tracker: { etag: string };
+        dashboard: { script: string };
+      };
       expect(tracker.headers.get('etag')).to.equal(manifest.tracker.etag);
       const page = await (await fetch(`${base}/dashboard`)).text();
       expect(page).to.include(`/dashboard/assets/${manifest.dashboard.script}`);
       const script = await fetch(`${base}/dashboard/assets/${manifest.dashboard.script}`);
       expect(script.status).to.equal(200);
-      expect(Buffer.from(await script.arrayBuffer()).equals(fs.readFileSync(path.join(assets, 'dashboard', manifest.dashboard.script)))).to.equal(true);
+      expect(Buffer.from(await script.arrayBuffer()).equals(fs.readFileSync(path.join(assets, 'dashboard', manifest.dashboard.script)))).to.equal(
+        true,
+      );
       const contract = (await (await fetch(`${base}/openapi.json`)).json()) as { openapi: string };
       expect(contract.openapi).to.match(/^3\.1/);
       child.kill('SIGTERM');

@@ -110,7 +110,9 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     // another password: said clearly, nothing changed, non-zero
     const other = await cli('platform', 'create', '--platform', 'acme', '--email', 'first@acme.example', '--password', 'another password 2026');
     expect(other.code).to.equal(2);
-    expect(other.err).to.match(/^trackway: platform account first@acme\.example already exists on platform "acme" \(user id \d+\) with another password; nothing changed/);
+    expect(other.err).to.match(
+      /^trackway: platform account first@acme\.example already exists on platform "acme" \(user id \d+\) with another password; nothing changed/,
+    );
     expect(other.err).to.include('trackway platform set-password');
     const badName = await cli('platform', 'create', '--platform', 'integration', '--email', 'x@acme.example', '--password', 'correct horse battery');
     expect(badName.code).to.equal(2);
@@ -144,7 +146,9 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
 
     const r = await cli('platform', 'set-password', '--email', 'third@acme.example', '--password', 'a new passphrase 2026');
     expect(r.code, r.err).to.equal(0);
-    expect(r.out).to.match(/^set the password of platform account third@acme\.example on platform "acme" \(user id \d+\); its bearer tokens issued before now no longer work\n$/);
+    expect(r.out).to.match(
+      /^set the password of platform account third@acme\.example on platform "acme" \(user id \d+\); its bearer tokens issued before now no longer work\n$/,
+    );
     expect((await read()).status).to.equal(401);
     const login = (password: string) =>
       fetch(`http://127.0.0.1:${port}/v1/rest/acme/users/login`, {
@@ -155,7 +159,11 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     expect(await login('correct horse battery')).to.equal(401);
     expect(await login('a new passphrase 2026')).to.equal(200);
 
-    for (const args of [['platform', 'set-password', '--email', 'third@acme.example'], ['platform', 'set-password', '--password', 'x'.repeat(12)], ['platform', 'set-password', '--email', 'a@b.co', '--password', 'p'.repeat(9), '--name', 'x']]) {
+    for (const args of [
+      ['platform', 'set-password', '--email', 'third@acme.example'],
+      ['platform', 'set-password', '--password', 'x'.repeat(12)],
+      ['platform', 'set-password', '--email', 'a@b.co', '--password', 'p'.repeat(9), '--name', 'x'],
+    ]) {
       const bad = await cli(...args);
       expect(bad.code, args.join(' ')).to.equal(2);
       expect(bad.err).to.match(/^trackway: /);
@@ -213,9 +221,7 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
   it('refuses migrate --distribute in one line when the database has no Citus', async () => {
     const r = await cli('migrate', '--distribute');
     expect(r.code).to.equal(2);
-    expect(r.err).to.equal(
-      'trackway: the citus extension is not installed in this database (CREATE EXTENSION citus on every node first)\n',
-    );
+    expect(r.err).to.equal('trackway: the citus extension is not installed in this database (CREATE EXTENSION citus on every node first)\n');
     expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(undefined);
   });
 });

@@ -29,9 +29,7 @@ describe('schema ready for distribution by organisation (no Citus needed)', func
       WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition
       ORDER BY 1
     `.execute(database.handle.db);
-    const unclassified = rows
-      .map((r) => r.name)
-      .filter((t) => !tenantColumn.has(t) && !reference.has(t) && !LOCAL_TABLES.includes(t));
+    const unclassified = rows.map((r) => r.name).filter((t) => !tenantColumn.has(t) && !reference.has(t) && !LOCAL_TABLES.includes(t));
     expect(unclassified, 'add each to TENANT_TABLES or REFERENCE_TABLES in src/db/distribution.ts').to.deep.equal([]);
   });
 

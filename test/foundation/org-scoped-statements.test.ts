@@ -105,7 +105,9 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     expect(namesOrganisation('select * from organisations where domain_key = $1', ['organisations'])).to.equal(false);
     expect(tenantTablesOf('select 1 from organisation_members where user_id = $1')).to.deep.equal([]);
     // a join on org_id between two tenant tables, or a negative filter, is no scope
-    expect(namesOrganisation('select 1 from deliveries d join integrations i on i.org_id = d.org_id', ['deliveries', 'integrations'])).to.equal(false);
+    expect(namesOrganisation('select 1 from deliveries d join integrations i on i.org_id = d.org_id', ['deliveries', 'integrations'])).to.equal(
+      false,
+    );
     expect(namesOrganisation('select org_id from deliveries where org_id <> ALL ($1)', ['deliveries'])).to.equal(false);
     expect(namesOrganisation('/*prepare*/ INSERT INTO events (org_id, name) SELECT * FROM jsonb_to_recordset($1)', ['events'])).to.equal(true);
     expect(namesOrganisation('select * from "deliveries" where "org_id" in ($1, $2) and "id" = $3', ['deliveries'])).to.equal(true);

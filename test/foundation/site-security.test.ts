@@ -33,7 +33,11 @@ describe('site hardening', () => {
       const r = await fetch(srv.url + path);
       expect(r.status, path).to.equal(200);
       const csp = r.headers.get('content-security-policy') ?? '';
-      expect(csp, path).to.include("default-src 'none'").and.include("script-src 'self'").and.include("frame-ancestors 'none'").and.include("connect-src 'self'");
+      expect(csp, path)
+        .to.include("default-src 'none'")
+        .and.include("script-src 'self'")
+        .and.include("frame-ancestors 'none'")
+        .and.include("connect-src 'self'");
       expect(csp, path).to.not.match(/unsafe-inline|unsafe-eval|\*|https?:/);
       expect(r.headers.get('x-frame-options'), path).to.equal('DENY');
       expect(r.headers.get('x-content-type-options'), path).to.equal('nosniff');
@@ -62,7 +66,16 @@ describe('site hardening', () => {
     after(() => guarded.stop());
 
     it('requires Authorization: Bearer <METRICS_TOKEN> on /metrics (401 otherwise)', async () => {
-      for (const authorization of [undefined, '', 'Bearer', `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, `Basic ${TOKEN}`, TOKEN, `bearer  ${TOKEN}`]) {
+      for (const authorization of [
+        undefined,
+        '',
+        'Bearer',
+        `Bearer ${TOKEN}x`,
+        `Bearer ${TOKEN.slice(0, -1)}`,
+        `Basic ${TOKEN}`,
+        TOKEN,
+        `bearer  ${TOKEN}`,
+      ]) {
         const r = await fetch(`${guarded.url}/metrics`, { headers: authorization === undefined ? {} : { authorization } });
         expect(r.status, String(authorization)).to.equal(401);
         expect(r.headers.get('www-authenticate')).to.match(/^Bearer/);

@@ -78,16 +78,28 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
   });
 
   function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-    const e: NodeJS.ProcessEnv = { ...process.env, TRACKWAY_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', GEOIP_DB: 'off',
+    const e: NodeJS.ProcessEnv = {
+      ...process.env,
+      TRACKWAY_DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      GEOIP_DB: 'off',
       // one test address stands for many clients under load: the tracking limits would refuse it
-      TRACKING_RATE_LIMIT: 'off', ...extra };
+      TRACKING_RATE_LIMIT: 'off',
+      ...extra,
+    };
     delete e.DATABASE_URL; // the primary owns the embedded database here
     return e;
   }
 
   function start(args: string[], extra: Record<string, string> = {}): ChildProcess {
     out = '';
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', ...args], { cwd: ROOT, env: env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', ...args], {
+      cwd: ROOT,
+      env: env(extra),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     return child;
@@ -134,12 +146,25 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     expect(pids).to.not.include(server.pid);
 
     // the database the primary started, as the CLI would find it
-    const info = JSON.parse(fs.readFileSync(path.join(dataDir, 'postgres.json'), 'utf8')) as { host: string; port: number; user: string; password: string };
+    const info = JSON.parse(fs.readFileSync(path.join(dataDir, 'postgres.json'), 'utf8')) as {
+      host: string;
+      port: number;
+      user: string;
+      password: string;
+    };
     db = createDb(`postgres://${info.user}:${encodeURIComponent(info.password)}@${info.host}:${info.port}/trackway`, { max: 2, onError: () => {} });
     const token = randomBytes(16).toString('hex');
     const org = await db.db
       .insertInto('organisations')
-      .values({ token, token_hash: createHash('sha256').update(token).digest(), domain: 'workers.example', domain_key: `workers-${Date.now()}.example`, wid: null, referer: null, created_by: null })
+      .values({
+        token,
+        token_hash: createHash('sha256').update(token).digest(),
+        domain: 'workers.example',
+        domain_key: `workers-${Date.now()}.example`,
+        wid: null,
+        referer: null,
+        created_by: null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     orgId = org.id;
@@ -148,10 +173,14 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     const sends: (() => Promise<Answer>)[] = [];
     for (let v = 0; v < 10; v++) {
       sends.push(() => request(port, 'GET', `/jsv1/identify/${orgId}/r-${v}/c-${v}/${b64url({ email: `c-${v}@workers.example` })}`));
-      for (let e = 0; e < 4; e++) sends.push(() => request(port, 'POST', `/jsv1/${orgId}/r-${v}/c-${v}/null/event/view`, { page: `https://workers.example/v${v}/e${e}` }));
+      for (let e = 0; e < 4; e++)
+        sends.push(() => request(port, 'POST', `/jsv1/${orgId}/r-${v}/c-${v}/null/event/view`, { page: `https://workers.example/v${v}/e${e}` }));
     }
     for (let i = 0; i < sends.length; i += 5) answers.push(...(await Promise.all(sends.slice(i, i + 5).map((s) => s()))));
-    expect(answers.map((a) => a.status).filter((s) => s !== 200 && s !== 202), 'every request acknowledged').to.deep.equal([]);
+    expect(
+      answers.map((a) => a.status).filter((s) => s !== 200 && s !== 202),
+      'every request acknowledged',
+    ).to.deep.equal([]);
     expect(new Set(answers.map((a) => a.worker)), 'both workers answered').to.deep.equal(new Set(['1', '2']));
 
     const events = await db.db.selectFrom('events').select(['body']).where('org_id', '=', orgId).execute();
@@ -211,7 +240,9 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
       const stored = await storedMarkers(check.db, orgId);
       const lost = figures.acknowledged.filter((u) => !stored.has(u));
       expect(lost, 'acknowledged but not stored').to.deep.equal([]);
-      console.log(`      graceful stop: ${figures.acknowledged.length} events acknowledged, all stored; ${figures.statuses.get(0) ?? 0} requests found no server while and after it stopped`);
+      console.log(
+        `      graceful stop: ${figures.acknowledged.length} events acknowledged, all stored; ${figures.statuses.get(0) ?? 0} requests found no server while and after it stopped`,
+      );
     } finally {
       await check.close();
       await cluster.stop();

@@ -74,7 +74,10 @@ describe('patchIntegration', () => {
 
   it('replaces the credential, or removes it with null', async () => {
     const made = await integration();
-    const replaced = await srv.api.request('PATCH', item(made.id), { body: { data: { authToken: 'another-secret-token-9876' } }, token: account.token });
+    const replaced = await srv.api.request('PATCH', item(made.id), {
+      body: { data: { authToken: 'another-secret-token-9876' } },
+      token: account.token,
+    });
     expect(replaced.body.integration.data.authToken).to.equal('****9876');
     const removed = await srv.api.request('PATCH', item(made.id), { body: { data: { authToken: null } }, token: account.token });
     expect(removed.status, removed.text).to.equal(200);

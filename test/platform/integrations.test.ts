@@ -29,7 +29,12 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
     await db()
       .transaction()
       .execute((tx) => enqueueDeliveries(tx, [{ orgId, integrationId, kind: 'event', body: '{"medium":"event"}' }]));
-    const row = await db().selectFrom('deliveries').select('id').where('integration_id', '=', integrationId).orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const row = await db()
+      .selectFrom('deliveries')
+      .select('id')
+      .where('integration_id', '=', integrationId)
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     return row.id;
   }
 
@@ -45,7 +50,17 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
       expect(r.body).to.include({ code: 2011, message: 'Created' });
       const i = r.body.integration;
       // every integration answer carries `health`
-      expect(Object.keys(i).sort()).to.deep.equal(['active', 'created_at', 'data', 'health', 'id', 'modified_at', 'org_id', 'signing_secret', 'type']);
+      expect(Object.keys(i).sort()).to.deep.equal([
+        'active',
+        'created_at',
+        'data',
+        'health',
+        'id',
+        'modified_at',
+        'org_id',
+        'signing_secret',
+        'type',
+      ]);
       expect(i.health).to.deep.equal({
         state: 'healthy',
         consecutive_failures: 0,
@@ -56,7 +71,13 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
         disabled_reason: null,
       });
       expect(i).to.deep.include({ org_id: orgId, active: true, type: 'WEBHOOK' });
-      expect(i.data).to.deep.equal({ endpoint: 'https://hooks.example.com/trackway', authToken: '****9f3a', httpTimeout: '15', do_events: true, do_contacts: true });
+      expect(i.data).to.deep.equal({
+        endpoint: 'https://hooks.example.com/trackway',
+        authToken: '****9f3a',
+        httpTimeout: '15',
+        do_events: true,
+        do_contacts: true,
+      });
       expect(i.created_at).to.match(ISO);
       expect(i.modified_at).to.equal(i.created_at);
     });
@@ -204,15 +225,32 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
       const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN, httpTimeout: '20' });
       const r = await srv.api.put(
         path,
-        webhookBody(orgId, { endpoint: 'https://hooks.example.com/v2', do_events: false, do_contacts: false, authToken: 'newtoken-0000-abcd' }, { id: i.id, active: false }),
+        webhookBody(
+          orgId,
+          { endpoint: 'https://hooks.example.com/v2', do_events: false, do_contacts: false, authToken: 'newtoken-0000-abcd' },
+          { id: i.id, active: false },
+        ),
         { token: acme.token },
       );
       expect(r.status).to.equal(200);
       expect(Object.keys(r.body).sort()).to.deep.equal(['code', 'integration', 'message']);
       expect(r.body).to.include({ code: 2001, message: 'OK' });
       const u = r.body.integration;
-      expect(u).to.deep.include({ id: i.id, org_id: orgId, active: false, type: 'WEBHOOK', signing_secret: i.signing_secret, created_at: i.created_at });
-      expect(u.data).to.deep.equal({ endpoint: 'https://hooks.example.com/v2', authToken: '****abcd', httpTimeout: '10', do_events: false, do_contacts: false });
+      expect(u).to.deep.include({
+        id: i.id,
+        org_id: orgId,
+        active: false,
+        type: 'WEBHOOK',
+        signing_secret: i.signing_secret,
+        created_at: i.created_at,
+      });
+      expect(u.data).to.deep.equal({
+        endpoint: 'https://hooks.example.com/v2',
+        authToken: '****abcd',
+        httpTimeout: '10',
+        do_events: false,
+        do_contacts: false,
+      });
       expect(Date.parse(u.modified_at)).to.be.at.least(Date.parse(i.modified_at as string));
       const row = await db().selectFrom('integrations').select('auth_token_enc').where('id', '=', i.id).executeTakeFirstOrThrow();
       expect(srv.deps.cipher.decrypt(row.auth_token_enc!)).to.equal('newtoken-0000-abcd');
@@ -222,8 +260,17 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
       const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN, httpTimeout: '25' });
       const r = await srv.api.put(path, webhookBody(orgId, {}, { id: i.id }), { token: acme.token });
       expect(r.status).to.equal(200);
-      expect(r.body.integration.data).to.deep.equal({ endpoint: 'https://hooks.example.com/trackway', httpTimeout: '10', do_events: true, do_contacts: true });
-      const row = await db().selectFrom('integrations').select(['auth_token_enc', 'auth_token_hint']).where('id', '=', i.id).executeTakeFirstOrThrow();
+      expect(r.body.integration.data).to.deep.equal({
+        endpoint: 'https://hooks.example.com/trackway',
+        httpTimeout: '10',
+        do_events: true,
+        do_contacts: true,
+      });
+      const row = await db()
+        .selectFrom('integrations')
+        .select(['auth_token_enc', 'auth_token_hint'])
+        .where('id', '=', i.id)
+        .executeTakeFirstOrThrow();
       expect(row).to.deep.equal({ auth_token_enc: null, auth_token_hint: null });
     });
 
@@ -249,7 +296,9 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
 
     it('works on the unscoped path /v1/rest/integration', async () => {
       const i = await newWebhook(srv, acme, orgId);
-      const r = await srv.api.put('/v1/rest/integration', webhookBody(orgId, { httpTimeout: '5' }, { id: i.id, active: false }), { token: acme.token });
+      const r = await srv.api.put('/v1/rest/integration', webhookBody(orgId, { httpTimeout: '5' }, { id: i.id, active: false }), {
+        token: acme.token,
+      });
       expect(r.status).to.equal(200);
       expect(r.body).to.include({ code: 2001, message: 'OK' });
       expect(r.body.integration).to.deep.include({ id: i.id, active: false });
@@ -283,7 +332,13 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
 
     it('requires the id and validates like create (400/4000)', async () => {
       const i = await newWebhook(srv, acme, orgId);
-      for (const body of [webhookBody(orgId), webhookBody(orgId, { httpTimeout: '31' }, { id: i.id }), webhookBody(orgId, { endpoint: 'mailto:x@y.example' }, { id: i.id }), { ...webhookBody(orgId, {}, { id: i.id }), type: 'EMAIL' }, webhookBody(orgId, {}, { id: 'seven' })]) {
+      for (const body of [
+        webhookBody(orgId),
+        webhookBody(orgId, { httpTimeout: '31' }, { id: i.id }),
+        webhookBody(orgId, { endpoint: 'mailto:x@y.example' }, { id: i.id }),
+        { ...webhookBody(orgId, {}, { id: i.id }), type: 'EMAIL' },
+        webhookBody(orgId, {}, { id: 'seven' }),
+      ]) {
         const r = await srv.api.put(path, body, { token: acme.token });
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);

@@ -50,7 +50,7 @@ describe('organisation reads', () => {
     }
   });
 
-  it('lists only the caller\'s organisations, newest first, as {items, next_cursor}', async () => {
+  it("lists only the caller's organisations, newest first, as {items, next_cursor}", async () => {
     const a = await newAccount(srv);
     const b = await newAccount(srv);
     const mine = [];

@@ -7,7 +7,7 @@ function code(fn: () => unknown): number | undefined {
   try {
     fn();
   } catch (e) {
-    return e instanceof ApiError ? (e.status * 10000 + Number(e.body.code)) : -1;
+    return e instanceof ApiError ? e.status * 10000 + Number(e.body.code) : -1;
   }
   return undefined;
 }

@@ -6,7 +6,16 @@
 // test harness uses elsewhere.
 import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
-import { MAX_RUNNING, MAX_WAITING, PasswordHashBusy, dummyHash, hashPassword, hashingLoad, needsRehash, verifyPassword } from '../../src/platform/passwords.ts';
+import {
+  MAX_RUNNING,
+  MAX_WAITING,
+  PasswordHashBusy,
+  dummyHash,
+  hashPassword,
+  hashingLoad,
+  needsRehash,
+  verifyPassword,
+} from '../../src/platform/passwords.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { PASSWORD, unique, uniqueIp } from './helpers.ts';
 
@@ -31,7 +40,11 @@ describe('password hashing', function () {
     const login = (email: string, password: string) =>
       srv.api.post('/v1/rest/acme/users/login', { email, password }, { headers: { 'x-forwarded-for': uniqueIp() } });
     const storedHash = async (email: string) =>
-      (await srv.database.handle.db.selectFrom('users').select(['password_hash', 'session_version']).where('email_key', '=', email).executeTakeFirstOrThrow());
+      await srv.database.handle.db
+        .selectFrom('users')
+        .select(['password_hash', 'session_version'])
+        .where('email_key', '=', email)
+        .executeTakeFirstOrThrow();
 
     it('hashes with N = 2^17, r = 8, p = 1 by default, and verifies in constant time', async () => {
       expect(srv.config.passwordHashCost).to.equal(17);
@@ -80,7 +93,9 @@ describe('password hashing', function () {
         wrong.push(await timed(() => login(email, 'whatever-123')));
       }
       // a figure, not an assertion (timings vary on a shared machine)
-      console.log(`      login at N=2^17, median of 3: unknown email ${median(unknown).toFixed(0)} ms, wrong password ${median(wrong).toFixed(0)} ms`);
+      console.log(
+        `      login at N=2^17, median of 3: unknown email ${median(unknown).toFixed(0)} ms, wrong password ${median(wrong).toFixed(0)} ms`,
+      );
     });
 
     it('runs at most two hashes at once (128 MiB each), the others wait their turn', async () => {
@@ -121,21 +136,28 @@ describe('password hashing', function () {
       const settled = await Promise.allSettled(Array.from({ length: MAX_RUNNING + MAX_WAITING + 10 }, () => verifyPassword('p', h, 15)));
       const busy = settled.filter((s) => s.status === 'rejected');
       expect(busy).to.have.length(10);
-      for (const b of busy) expect((b).reason).to.be.instanceOf(PasswordHashBusy);
+      for (const b of busy) expect(b.reason).to.be.instanceOf(PasswordHashBusy);
       expect(settled.filter((s) => s.status === 'fulfilled' && s.value === true)).to.have.length(MAX_RUNNING + MAX_WAITING);
 
       const replies = await Promise.all(
-        Array.from({ length: 100 }, (_, i) => srv.api.post('/v1/rest/acme/users/login', { email: `flood-${i}@platform.example`, password: 'whatever-123' })),
+        Array.from({ length: 100 }, (_, i) =>
+          srv.api.post('/v1/rest/acme/users/login', { email: `flood-${i}@platform.example`, password: 'whatever-123' }),
+        ),
       );
       const statuses = new Set(replies.map((r) => r.status));
-      expect([...statuses].every((s) => s === 401 || s === 503), [...statuses].join(',')).to.equal(true);
+      expect(
+        [...statuses].every((s) => s === 401 || s === 503),
+        [...statuses].join(','),
+      ).to.equal(true);
       const refused = replies.filter((r) => r.status === 503);
       expect(refused.length).to.be.above(0);
       for (const r of refused) {
         expect(r.body.code).to.equal(5030);
         expect(r.headers.get('retry-after')).to.equal('1');
       }
-      console.log(`      100 logins at once: ${replies.length - refused.length} checked (401), ${refused.length} refused with 503 while the queue was full`);
+      console.log(
+        `      100 logins at once: ${replies.length - refused.length} checked (401), ${refused.length} refused with 503 while the queue was full`,
+      );
     });
   });
 });

@@ -28,7 +28,7 @@ import { newAccount, newMerchant } from './helpers.ts';
 const KEY = Buffer.alloc(32, 9);
 
 /** Every text value of every row of these tables, as one string. */
- 
+
 async function dump(db: Kysely<any>, tables: string[]): Promise<string> {
   let out = '';
   for (const t of tables) {
@@ -54,7 +54,9 @@ describe('secrets at rest', function () {
       const db = srv.database.handle.db;
 
       const settings = await db.selectFrom('settings').selectAll().execute();
-      expect(settings.map((s) => s.key)).to.include('jwt_secret_enc').and.not.include('jwt_secret');
+      expect(settings.map((s) => s.key))
+        .to.include('jwt_secret_enc')
+        .and.not.include('jwt_secret');
       const jwtKey = new Cipher(KEY).decrypt(settings.find((s) => s.key === 'jwt_secret_enc')!.value);
       expect(jwtKey).to.have.length.above(40);
 
@@ -133,7 +135,14 @@ describe('secrets at rest', function () {
       // a bearer token the old code issued (signed with the clear key, no session version)
       const now = Math.floor(Date.now() / 1000);
       const userId = (await handle.db.selectFrom('users').select('id').where('email_key', '=', 'old@platform.example').executeTakeFirstOrThrow()).id;
-      const oldBearer = await new SignJWT({}).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('trackway').setAudience('acme').setSubject(String(userId)).setIssuedAt(now).setExpirationTime(now + 600).sign(new TextEncoder().encode(CLEAR_JWT));
+      const oldBearer = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setIssuer('trackway')
+        .setAudience('acme')
+        .setSubject(String(userId))
+        .setIssuedAt(now)
+        .setExpirationTime(now + 600)
+        .sign(new TextEncoder().encode(CLEAR_JWT));
 
       // what `serve` does: migrate, then start (which seals)
       const applied = await migrate(handle.db);

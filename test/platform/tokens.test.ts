@@ -39,15 +39,46 @@ describe('bearer tokens: exp required, revoked by a password change', () => {
     const { userId } = await account();
     const now = Math.floor(Date.now() / 1000);
     const claims = { sv: 0 };
-    const base = () => new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('trackway').setAudience('acme').setSubject(String(userId)).setIssuedAt(now);
+    const base = () =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setIssuer('trackway')
+        .setAudience('acme')
+        .setSubject(String(userId))
+        .setIssuedAt(now);
     expect4010(await read(await base().sign(key)));
-    expect((await read(await base().setExpirationTime(now + 600).sign(key))).status).to.equal(200);
+    expect(
+      (
+        await read(
+          await base()
+            .setExpirationTime(now + 600)
+            .sign(key),
+        )
+      ).status,
+    ).to.equal(200);
     // a token of an older version carries no session version: it counts as 0
-    const legacy = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('trackway').setAudience('acme').setSubject(String(userId)).setIssuedAt(now).setExpirationTime(now + 600).sign(key);
+    const legacy = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('trackway')
+      .setAudience('acme')
+      .setSubject(String(userId))
+      .setIssuedAt(now)
+      .setExpirationTime(now + 600)
+      .sign(key);
     expect((await read(legacy)).status).to.equal(200);
     // a session version that is not a whole number ≥ 0 is refused
     for (const sv of [-1, 1.5, '0', null]) {
-      expect4010(await read(await new SignJWT({ sv }).setProtectedHeader({ alg: 'HS256' }).setIssuer('trackway').setAudience('acme').setSubject(String(userId)).setExpirationTime(now + 600).sign(key)));
+      expect4010(
+        await read(
+          await new SignJWT({ sv })
+            .setProtectedHeader({ alg: 'HS256' })
+            .setIssuer('trackway')
+            .setAudience('acme')
+            .setSubject(String(userId))
+            .setExpirationTime(now + 600)
+            .sign(key),
+        ),
+      );
     }
   });
 
@@ -56,7 +87,13 @@ describe('bearer tokens: exp required, revoked by a password change', () => {
     const first = (await login(email, PASSWORD)).body.bearer_token as string;
     const second = (await login(email, PASSWORD)).body.bearer_token as string;
     const now = Math.floor(Date.now() / 1000);
-    const legacy = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuer('trackway').setAudience('acme').setSubject(String(userId)).setExpirationTime(now + 600).sign(key);
+    const legacy = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('trackway')
+      .setAudience('acme')
+      .setSubject(String(userId))
+      .setExpirationTime(now + 600)
+      .sign(key);
     for (const t of [first, second, legacy]) expect((await read(t)).status).to.equal(200);
 
     const NEW = 'a brand new passphrase 2026';
@@ -64,7 +101,9 @@ describe('bearer tokens: exp required, revoked by a password change', () => {
     for (const t of [first, second, legacy]) {
       const r = await read(t);
       expect4010(r);
-      expect(r.body).to.have.property('message').that.matches(/revoked/);
+      expect(r.body)
+        .to.have.property('message')
+        .that.matches(/revoked/);
     }
     // the old password no longer logs in; the new one does, at once (same second as the change)
     expect((await login(email, PASSWORD)).status).to.equal(401);
@@ -96,7 +135,8 @@ describe('bearer tokens: exp required, revoked by a password change', () => {
   it('clears the failed-login counters of the email when the operator sets a new password', async () => {
     const { email } = await account();
     const ip = uniqueIp();
-    for (let i = 0; i < 10; i++) await srv.api.post('/v1/rest/acme/users/login', { email, password: 'wrong' }, { headers: { 'x-forwarded-for': ip } });
+    for (let i = 0; i < 10; i++)
+      await srv.api.post('/v1/rest/acme/users/login', { email, password: 'wrong' }, { headers: { 'x-forwarded-for': ip } });
     const locked = await srv.api.post('/v1/rest/acme/users/login', { email, password: PASSWORD }, { headers: { 'x-forwarded-for': ip } });
     expect(locked.status).to.equal(429);
     await setPlatformPassword(srv.deps, { email, password: 'operator reset 2026' });

@@ -51,8 +51,16 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
     neighbour = await fullTenant(srv, receiver.url, 'acme', 'neighbour');
     foreign = await fullTenant(srv, receiver.url, 'globex', 'foreign');
     const now = Math.floor(Date.now() / 1000);
-    const claims = (over: Record<string, unknown> = {}) => ({ iss: ISSUER, aud: 'acme', sub: String(victim.account.userId), iat: now, exp: now + 600, ...over });
-    const sign = (payload: Record<string, unknown>, key = KEY, alg = 'HS256') => new SignJWT(payload).setProtectedHeader({ alg, typ: 'JWT' }).sign(key);
+    const claims = (over: Record<string, unknown> = {}) => ({
+      iss: ISSUER,
+      aud: 'acme',
+      sub: String(victim.account.userId),
+      iat: now,
+      exp: now + 600,
+      ...over,
+    });
+    const sign = (payload: Record<string, unknown>, key = KEY, alg = 'HS256') =>
+      new SignJWT(payload).setProtectedHeader({ alg, typ: 'JWT' }).sign(key);
     const token = victim.account.token;
     const [h, p, sig] = token.split('.') as [string, string, string];
     broken = [
@@ -67,7 +75,10 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
       { name: 'not valid yet', header: `Bearer ${await sign(claims({ nbf: now + 3600 }))}` },
       { name: 'bad signature', header: `Bearer ${h}.${p}.${sig.slice(0, -2)}${sig.endsWith('AA') ? 'BB' : 'AA'}` },
       { name: 'signed with another key', header: `Bearer ${await sign(claims(), OTHER_KEY)}` },
-      { name: 'payload swapped under a valid signature', header: `Bearer ${h}.${b64({ ...claims(), sub: String(neighbour.account.userId) })}.${sig}` },
+      {
+        name: 'payload swapped under a valid signature',
+        header: `Bearer ${h}.${b64({ ...claims(), sub: String(neighbour.account.userId) })}.${sig}`,
+      },
       { name: 'alg none', header: `Bearer ${b64({ alg: 'none', typ: 'JWT' })}.${b64(claims())}.` },
       { name: 'alg HS512 with the right key', header: `Bearer ${await sign(claims(), KEY, 'HS512')}` },
       { name: 'another issuer', header: `Bearer ${await sign(claims({ iss: 'someone-else' }))}` },
@@ -102,7 +113,7 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
       body = { ...(sample as Record<string, unknown>) };
       if ('org_id' in body) body.org_id = t.orgId;
       if ('id' in body) body.id = t.integrationId;
-      if (typeof body.data === 'object' && body.data !== null) body.data = { ...(body.data), endpoint: `${receiver.url}?matrix` };
+      if (typeof body.data === 'object' && body.data !== null) body.data = { ...body.data, endpoint: `${receiver.url}?matrix` };
       if (op.operationId === 'registerClientUser') {
         const n = unique('matrix').toLowerCase();
         body = { email: `${n}@merchant.example`, domain: `${n}.shop.example` };
@@ -114,8 +125,9 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
 
   /** Whether the request names one of the victim's resources (then another tenant must be refused). */
   function namesTenant(op: ContractOperation): boolean {
-    if (op.params.some((p) => p.in !== 'header' && p.name !== 'platform_name' && TENANT_REFS.has(p.name) && (p.required || p.in === 'path'))) return true;
-    const props = Object.keys((schemas.resolve(op.body).properties ?? {}));
+    if (op.params.some((p) => p.in !== 'header' && p.name !== 'platform_name' && TENANT_REFS.has(p.name) && (p.required || p.in === 'path')))
+      return true;
+    const props = Object.keys(schemas.resolve(op.body).properties ?? {});
     return props.some((k) => TENANT_REFS.has(k));
   }
 
@@ -126,7 +138,12 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
       organisation: await db.selectFrom('organisations').selectAll().where('id', '=', org).execute(),
       members: await db.selectFrom('organisation_members').selectAll().where('org_id', '=', org).orderBy('user_id').execute(),
       integrations: await db.selectFrom('integrations').selectAll().where('org_id', '=', org).orderBy('id').execute(),
-      deliveries: await db.selectFrom('deliveries').select(['id', 'status', 'attempts_count', 'next_attempt_at']).where('org_id', '=', org).orderBy('id').execute(),
+      deliveries: await db
+        .selectFrom('deliveries')
+        .select(['id', 'status', 'attempts_count', 'next_attempt_at'])
+        .where('org_id', '=', org)
+        .orderBy('id')
+        .execute(),
       visitors: await db.selectFrom('visitors').selectAll().where('org_id', '=', org).orderBy('core_id').execute(),
       learn: await db.selectFrom('learn_events').selectAll().where('org_id', '=', org).orderBy('id').execute(),
     };
@@ -160,7 +177,10 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
         }
         expect(r.status, `${op.operationId} with ${attempt.name}: ${r.text}`).to.equal(401);
         expect(r.body.code, attempt.name).to.equal(4010);
-        expect(Object.keys(r.body).filter((k) => !['code', 'message', 'request_id'].includes(k)), attempt.name).to.deep.equal([]);
+        expect(
+          Object.keys(r.body).filter((k) => !['code', 'message', 'request_id'].includes(k)),
+          attempt.name,
+        ).to.deep.equal([]);
         expect(r.headers.get('www-authenticate'), attempt.name).to.equal('Bearer');
       }
 

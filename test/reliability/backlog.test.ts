@@ -77,7 +77,13 @@ describe(`the outbox backlog bound (WEBHOOK_MAX_BACKLOG=${BOUND})`, function () 
       expect(r.status, 'events are acknowledged whatever the backlog').to.equal(202);
     };
     const deliveries = (integrationId: number) =>
-      db.selectFrom('deliveries').select(['id', 'status', 'last_error', 'attempts_count']).where('org_id', '=', org).where('integration_id', '=', integrationId).orderBy('id').execute();
+      db
+        .selectFrom('deliveries')
+        .select(['id', 'status', 'last_error', 'attempts_count'])
+        .where('org_id', '=', org)
+        .where('integration_id', '=', integrationId)
+        .orderBy('id')
+        .execute();
     const metrics = async () => (await srv.api.get('/metrics', { unchecked: true })).text;
     const warnings = () => lines.filter((l) => l.level === 40 && String(l.msg).includes('webhook backlog limit'));
 
@@ -118,7 +124,12 @@ describe(`the outbox backlog bound (WEBHOOK_MAX_BACKLOG=${BOUND})`, function () 
     expect(warnings()).to.have.length(1);
 
     // the backlog drains (as the dispatcher would): the limit lifts and new deliveries queue again
-    await db.updateTable('deliveries').set({ status: 'delivered', next_attempt_at: null }).where('integration_id', '=', full.id).where('status', '=', 'pending').execute();
+    await db
+      .updateTable('deliveries')
+      .set({ status: 'delivered', next_attempt_at: null })
+      .where('integration_id', '=', full.id)
+      .where('status', '=', 'pending')
+      .execute();
     const drained = await srv.webhooks.backlog.check();
     expect(drained.limited).to.deep.equal([]);
     expect(lines.some((l) => l.level === 30 && l.integrationId === full.id && String(l.msg).includes('back under its limit'))).to.equal(true);

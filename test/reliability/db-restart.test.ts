@@ -146,10 +146,14 @@ describe('a PostgreSQL restart under load', function () {
 
     // every refusal was a 503 with Retry-After in the tracking shape; nothing else
     const odd = figures.refusals.filter(
-      (r) => !(r.status === 503 && r.retryAfter !== null && /^application\/json/.test(r.contentType ?? '') && JSON.parse(r.body).error === 'unavailable'),
+      (r) =>
+        !(r.status === 503 && r.retryAfter !== null && /^application\/json/.test(r.contentType ?? '') && JSON.parse(r.body).error === 'unavailable'),
     );
     expect(odd.map((r) => `${r.status} ${r.body}`)).to.deep.equal([]);
-    expect(logLines.filter((l) => l.includes('unhandled error')), 'no 500 was answered').to.deep.equal([]);
+    expect(
+      logLines.filter((l) => l.includes('unhandled error')),
+      'no 500 was answered',
+    ).to.deep.equal([]);
 
     // nothing acknowledged is lost
     const stored = await storedMarkers(db, tenant.orgId);
@@ -220,12 +224,16 @@ describe('a PostgreSQL restart under load', function () {
         await pool.end();
       }
     });
-    await capture('client connect timeout', () => new pg.Client({ connectionString: `postgres://u:p@127.0.0.1:${silentPort}/x`, connectionTimeoutMillis: 200 }).connect());
+    await capture('client connect timeout', () =>
+      new pg.Client({ connectionString: `postgres://u:p@127.0.0.1:${silentPort}/x`, connectionTimeoutMillis: 200 }).connect(),
+    );
     silent.close();
     // a server that hangs up: "Connection terminated unexpectedly"
     const rude = net.createServer((s) => s.destroy());
     await new Promise<void>((r) => rude.listen(0, '127.0.0.1', r));
-    await capture('the server hangs up', () => new pg.Client({ connectionString: `postgres://u:p@127.0.0.1:${(rude.address() as net.AddressInfo).port}/x` }).connect());
+    await capture('the server hangs up', () =>
+      new pg.Client({ connectionString: `postgres://u:p@127.0.0.1:${(rude.address() as net.AddressInfo).port}/x` }).connect(),
+    );
     rude.close();
     // a backend terminated by an administrator while a query runs: 57P01
     const victim = new pg.Client({ connectionString: cluster.url('trackway') });

@@ -48,7 +48,7 @@ function enc(s: string): string {
   }
 }
 
-const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v) ?? '');
+const text = (v: unknown) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
 
 describe('spec-driven fuzzing (every operation of the contract)', function () {
   this.timeout(600_000);
@@ -77,7 +77,10 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
   });
 
   after(async () => {
-    const statuses = [...figures.byStatus].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(' ');
+    const statuses = [...figures.byStatus]
+      .sort((a, b) => a[0] - b[0])
+      .map(([s, n]) => `${s}×${n}`)
+      .join(' ');
     const kinds = [...figures.byKind].map(([k, n]) => `${k} ${n}`).join(', ');
     console.log(
       `      fuzz figures: ${figures.requests} requests fuzzed over ${ops.length} operations (${kinds}); 5xx seen: ${figures.fiveXX}; ` +
@@ -116,9 +119,18 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
       return fc.record({ valid, invalid: schemas.invalid(p.schema).map(text), include: p.required ? fc.constant(true) : fc.boolean() });
     });
     const body = op.body
-      ? fc.record({ valid: fc.tuple(schemas.valid(op.body), fc.nat(9)).map(([b, n]) => bodyWithIds(op, b, n < 8)), invalid: schemas.invalid(op.body) })
+      ? fc.record({
+          valid: fc.tuple(schemas.valid(op.body), fc.nat(9)).map(([b, n]) => bodyWithIds(op, b, n < 8)),
+          invalid: schemas.invalid(op.body),
+        })
       : fc.constant(undefined);
-    const wrongTypes = ['text/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16', 'application/jsonx'];
+    const wrongTypes = [
+      'text/xml',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/json; charset=utf-16',
+      'application/jsonx',
+    ];
     return fc
       .record({
         params: fc.tuple(...paramArbs),
@@ -184,7 +196,28 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
     const add = (what: string, p: Partial<Probe>) => out.push({ op, kind: 'nasty', what, method: op.method, path: goodPath(op), headers, ...p });
 
     // path segments: very long, malformed percent-encoding, NUL, huge and odd numbers
-    const segments = ['a'.repeat(10_000), '%', '%zz', '%E0%A4%A', '%ED%A0%80', '%C0%AF', '%00', 'a%00b', '%FF', '..', '.', '99999999999999999999', '1e21', '-1', '0', '1.5', '0x10', '%20', '%2F', '%2e%2e'];
+    const segments = [
+      'a'.repeat(10_000),
+      '%',
+      '%zz',
+      '%E0%A4%A',
+      '%ED%A0%80',
+      '%C0%AF',
+      '%00',
+      'a%00b',
+      '%FF',
+      '..',
+      '.',
+      '99999999999999999999',
+      '1e21',
+      '-1',
+      '0',
+      '1.5',
+      '0x10',
+      '%20',
+      '%2F',
+      '%2e%2e',
+    ];
     for (const p of op.params.filter((x) => x.in === 'path')) {
       for (const s of segments) add(`path ${p.name}=${s.slice(0, 16)}`, { path: goodPath(op, { [p.name]: s }) });
     }
@@ -202,7 +235,9 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
       for (const json of payloads) {
         add(`payload ${json.slice(0, 24)}`, { path: goodPath(op, { payload: Buffer.from(json, 'utf8').toString('base64url') }) });
       }
-      add('payload invalid utf-8', { path: goodPath(op, { payload: Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]).toString('base64url') }) });
+      add('payload invalid utf-8', {
+        path: goodPath(op, { payload: Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]).toString('base64url') }),
+      });
       add('payload 4096 chars', { path: goodPath(op, { payload: 'A'.repeat(4096) }) });
       add('payload standard base64 with %2F', { path: goodPath(op, { payload: enc(b64url({ name: '???>>>' }).replace(/_/g, '/')) }) });
     }
@@ -290,7 +325,19 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
       }
       bodies.push(['key with NUL', JSON.stringify({ ...valid, 'k\u0000': 1 })]);
       for (const [what, body] of bodies) add(`body ${what}`, { headers: withJson, body });
-      for (const type of ['text/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16', 'application/json; charset=latin1', 'application/json; charset=nope', 'text/plain', 'application/jsonx', 'APPLICATION/JSON', 'application/json, text/plain', '*/*']) {
+      for (const type of [
+        'text/xml',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        'application/json; charset=utf-16',
+        'application/json; charset=latin1',
+        'application/json; charset=nope',
+        'text/plain',
+        'application/jsonx',
+        'APPLICATION/JSON',
+        'application/json, text/plain',
+        '*/*',
+      ]) {
         add(`content-type ${type}`, { headers: { ...headers, 'content-type': type }, body: json });
       }
       add('content-encoding gzip (not gzip)', { headers: { ...withJson, 'content-encoding': 'gzip' }, body: json });
@@ -302,16 +349,50 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
     // bytes fetch will not send: over a raw socket
     const target = goodPath(op);
     const h = { ...headers };
-    const raw = (what: string, request: Buffer, parserMayRefuse = true) => out.push({ op, kind: 'raw', what, method: op.method, path: target, headers: h, raw: request, parserMayRefuse });
-    raw('header value with bytes 0x80-0xff', Buffer.concat([Buffer.from(`${op.method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nUser-Agent: `), Buffer.from([0xff, 0xfe, 0x80]), Buffer.from(`\r\n${h.authorization ? `Authorization: ${h.authorization}\r\n` : ''}Content-Length: 0\r\n\r\n`)]), false);
-    raw('authorization with bytes 0x80-0xff', Buffer.concat([Buffer.from(`${op.method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer `), Buffer.from([0xe9, 0xff]), Buffer.from('\r\nContent-Length: 0\r\n\r\n')]), false);
+    const raw = (what: string, request: Buffer, parserMayRefuse = true) =>
+      out.push({ op, kind: 'raw', what, method: op.method, path: target, headers: h, raw: request, parserMayRefuse });
+    raw(
+      'header value with bytes 0x80-0xff',
+      Buffer.concat([
+        Buffer.from(`${op.method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nUser-Agent: `),
+        Buffer.from([0xff, 0xfe, 0x80]),
+        Buffer.from(`\r\n${h.authorization ? `Authorization: ${h.authorization}\r\n` : ''}Content-Length: 0\r\n\r\n`),
+      ]),
+      false,
+    );
+    raw(
+      'authorization with bytes 0x80-0xff',
+      Buffer.concat([
+        Buffer.from(`${op.method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer `),
+        Buffer.from([0xe9, 0xff]),
+        Buffer.from('\r\nContent-Length: 0\r\n\r\n'),
+      ]),
+      false,
+    );
     raw('NUL in a header value', httpRequest(op.method, target, { ...h, 'X-Odd': 'a\u0000b' }));
-    raw('raw byte 0xff in the path', Buffer.concat([Buffer.from(`${op.method} ${target}`), Buffer.from([0xff]), Buffer.from(' HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')]));
+    raw(
+      'raw byte 0xff in the path',
+      Buffer.concat([Buffer.from(`${op.method} ${target}`), Buffer.from([0xff]), Buffer.from(' HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')]),
+    );
     raw('space in the path', httpRequest(op.method, `${target} x`, h));
-    raw('Content-Length and Transfer-Encoding', httpRequest(op.method, target, { ...h, 'Content-Type': 'application/json', 'Content-Length': '2', 'Transfer-Encoding': 'chunked' }, '0\r\n\r\n'));
+    raw(
+      'Content-Length and Transfer-Encoding',
+      httpRequest(
+        op.method,
+        target,
+        { ...h, 'Content-Type': 'application/json', 'Content-Length': '2', 'Transfer-Encoding': 'chunked' },
+        '0\r\n\r\n',
+      ),
+    );
     raw('Content-Length not a number', httpRequest(op.method, target, { ...h, 'Content-Type': 'application/json', 'Content-Length': 'abc' }, '{}'));
-    raw('two Content-Lengths', httpRequest(op.method, target, { ...h, 'Content-Type': 'application/json', 'Content-Length': '2', 'content-length': '3' }, '{}'));
-    raw('bad chunk size', httpRequest(op.method, target, { ...h, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, 'zz\r\n{}\r\n0\r\n\r\n'));
+    raw(
+      'two Content-Lengths',
+      httpRequest(op.method, target, { ...h, 'Content-Type': 'application/json', 'Content-Length': '2', 'content-length': '3' }, '{}'),
+    );
+    raw(
+      'bad chunk size',
+      httpRequest(op.method, target, { ...h, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, 'zz\r\n{}\r\n0\r\n\r\n'),
+    );
     raw('obsolete header folding', Buffer.from(`${op.method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Fold: a\r\n b\r\n\r\n`));
     raw('header without a colon', Buffer.from(`${op.method} ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nNoColon\r\n\r\n`));
     raw('HTTP/0.9 style', Buffer.from(`${op.method} ${target}\r\n\r\n`));
@@ -353,7 +434,9 @@ describe('spec-driven fuzzing (every operation of the contract)', function () {
         throw err;
       }
     } catch (err) {
-      failures.push(`${p.op.operationId} [${p.kind}: ${p.what}] ${p.method} ${p.path.slice(0, 160)} → ${status}: ${String((err as Error).message).slice(0, 400)}`);
+      failures.push(
+        `${p.op.operationId} [${p.kind}: ${p.what}] ${p.method} ${p.path.slice(0, 160)} → ${status}: ${String((err as Error).message).slice(0, 400)}`,
+      );
     } finally {
       figures.requests++;
       figures.byKind.set(p.kind, (figures.byKind.get(p.kind) ?? 0) + 1);

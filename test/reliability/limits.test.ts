@@ -38,14 +38,15 @@ describe('limits', function () {
     const learn = (token: string, from: string) =>
       srv.api.post('/rest/v1/learn/event', { org_token: token, eventName: 'e', eventVal: 'v' }, { headers: { 'x-forwarded-for': from } });
 
-
     it('limits /jsv1 per client IP: the address is refused for any organisation, others go on', async () => {
       const [a, b] = [merchant(), merchant()];
       const from = ip();
       for (let i = 0; i < LIMIT; i++) expect((await view(a.organisation.id, from)).status).to.equal(202);
       expectLimited(await view(a.organisation.id, from), { error: 'rate_limited' });
       expectLimited(await view(b.organisation.id, from), { error: 'rate_limited' });
-      const id = await srv.api.get(`/jsv1/identify/${b.organisation.id}/r1/c1/${b64url({ email: 'x@y.example' })}`, { headers: { 'x-forwarded-for': from } });
+      const id = await srv.api.get(`/jsv1/identify/${b.organisation.id}/r1/c1/${b64url({ email: 'x@y.example' })}`, {
+        headers: { 'x-forwarded-for': from },
+      });
       expectLimited(id, { error: 'rate_limited' });
       expect((await view(b.organisation.id, ip())).status).to.equal(202);
     });
@@ -134,7 +135,12 @@ describe('limits', function () {
               c.close();
             },
           });
-          const res = await fetch(srv.url + a.path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
+          const res = await fetch(srv.url + a.path, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: stream,
+            duplex: 'half',
+          } as RequestInit);
           expect(res.status, `chunked ${size}`).to.equal(413);
           expect(await res.json()).to.include(a.shape);
         }
@@ -143,14 +149,14 @@ describe('limits', function () {
     }
   });
 
-  describe('what node\'s HTTP parser refuses', () => {
+  describe("what node's HTTP parser refuses", () => {
     let srv: TestServer;
     before(async () => {
       srv = await startTestServer();
     });
     after(() => srv.stop());
 
-    it('answers headers over 16 KB with 431 and a malformed request with 400, in the area\'s shape, and keeps serving', async () => {
+    it("answers headers over 16 KB with 431 and a malformed request with 400, in the area's shape, and keeps serving", async () => {
       const cases = [
         ['/v1/rest/acme/organisations', { 'X-Big': 'b'.repeat(20_000) }, 431, { code: 4310 }],
         ['/jsv1/1/r/c/null/event/view', { 'X-Big': 'b'.repeat(20_000) }, 431, { error: 'headers_too_large' }],
@@ -176,7 +182,10 @@ describe('limits', function () {
 
     it('reads both from the environment, 10 s and 30 s by default', () => {
       expect(loadConfig({})).to.include({ httpHeadersTimeoutMs: 10_000, httpRequestTimeoutMs: 30_000 });
-      expect(loadConfig({ HTTP_HEADERS_TIMEOUT: '1s', HTTP_REQUEST_TIMEOUT: '2s' })).to.include({ httpHeadersTimeoutMs: 1000, httpRequestTimeoutMs: 2000 });
+      expect(loadConfig({ HTTP_HEADERS_TIMEOUT: '1s', HTTP_REQUEST_TIMEOUT: '2s' })).to.include({
+        httpHeadersTimeoutMs: 1000,
+        httpRequestTimeoutMs: 2000,
+      });
       expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT: '5s', HTTP_REQUEST_TIMEOUT: '1s' })).to.throw(/HTTP_REQUEST_TIMEOUT/);
       expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT: 'soon' })).to.throw(/HTTP_HEADERS_TIMEOUT/);
     });

@@ -93,7 +93,9 @@ describe('tracking limits on by default', function () {
     const before = await matchedDeliveries(victim.organisation.id);
     const metricBefore = await refusedMetric(srv);
     const started = Date.now();
-    const replies = await inParallel(200, 50, (i) => identify(victim.organisation.id, `atk-${i}`, { email: `invented-${i}@nowhere.example` }, attacker));
+    const replies = await inParallel(200, 50, (i) =>
+      identify(victim.organisation.id, `atk-${i}`, { email: `invented-${i}@nowhere.example` }, attacker),
+    );
     const seconds = (Date.now() - started) / 1000;
     const ok = replies.filter((r) => r.status === 200);
     const limited = replies.filter((r) => r.status === 429);
@@ -129,7 +131,8 @@ describe('tracking limits on by default', function () {
     const metricBefore = await refusedMetric(srv);
     const statuses: number[] = [];
     // every shopper's first page: a view and a product view
-    for (const r of await inParallel(300, 50, (i) => event(shop, `nat-${i}`, 'view', { page: `https://shop.example/products/p${i % 40}` }, nat))) statuses.push(r.status);
+    for (const r of await inParallel(300, 50, (i) => event(shop, `nat-${i}`, 'view', { page: `https://shop.example/products/p${i % 40}` }, nat)))
+      statuses.push(r.status);
     for (const r of await inParallel(300, 50, (i) =>
       event(shop, `nat-${i}`, 'productview', { product_id: i % 40, price: 19.9, product_url: `https://shop.example/products/p${i % 40}` }, nat),
     ))
@@ -137,14 +140,24 @@ describe('tracking limits on by default', function () {
     // 40 of them sign in or give their email now; the shop then identifies signed-in customers on every page (repeats)
     for (const r of await inParallel(40, 20, (i) => identify(shop, `nat-${i}`, { email: `shopper-${i}@nat.example` }, nat))) statuses.push(r.status);
     for (let page = 0; page < 3; page++) {
-      for (const r of await inParallel(40, 20, (i) => identify(shop, `nat-${i}`, { email: `shopper-${i}@nat.example` }, nat))) statuses.push(r.status);
+      for (const r of await inParallel(40, 20, (i) => identify(shop, `nat-${i}`, { email: `shopper-${i}@nat.example` }, nat)))
+        statuses.push(r.status);
     }
     // some add to cart, with a realistic cart
     for (const r of await inParallel(60, 30, (i) =>
-      event(shop, `nat-${i}`, 'updatecart', { cart_url: 'https://shop.example/cart', product_id: i, line_items: [cartLine(1), cartLine(2), cartLine(3)], cart_value: 59.9 }, nat),
+      event(
+        shop,
+        `nat-${i}`,
+        'updatecart',
+        { cart_url: 'https://shop.example/cart', product_id: i, line_items: [cartLine(1), cartLine(2), cartLine(3)], cart_value: 59.9 },
+        nat,
+      ),
     ))
       statuses.push(r.status);
-    expect(statuses.filter((s) => s !== 200 && s !== 202), 'refused').to.deep.equal([]);
+    expect(
+      statuses.filter((s) => s !== 200 && s !== 202),
+      'refused',
+    ).to.deep.equal([]);
     expect(await refusedMetric(srv)).to.deep.equal(metricBefore);
     console.log(`      one NAT address, 300 shoppers arriving at once: ${statuses.length} requests, none refused`);
   });
@@ -174,11 +187,19 @@ describe('tracking limits on by default', function () {
     const from = address();
     const metricBefore = await refusedMetric(srv);
     const cases: [string, string, unknown][] = [
-      ['a 101-line cart', 'updatecart', { cart_url: 'https://shop.example/cart', product_id: 1, line_items: Array.from({ length: 101 }, (_, i) => ({ product_id: i })) }],
+      [
+        'a 101-line cart',
+        'updatecart',
+        { cart_url: 'https://shop.example/cart', product_id: 1, line_items: Array.from({ length: 101 }, (_, i) => ({ product_id: i })) },
+      ],
       ['a 256-character title', 'updatecart', { cart_url: 'https://shop.example/cart', product_id: 1, line_items: [{ title: 't'.repeat(256) }] }],
       ['a 2049-character URL', 'view', { page: `https://shop.example/${'p'.repeat(2049 - 21)}` }],
       ['a 256-character category', 'categoryview', { category: 'c'.repeat(256) }],
-      ['101 checkout items', 'checkout', { checkout: 'https://shop.example/checkout', items: Array.from({ length: 101 }, (_, i) => ({ product_id: i })) }],
+      [
+        '101 checkout items',
+        'checkout',
+        { checkout: 'https://shop.example/checkout', items: Array.from({ length: 101 }, (_, i) => ({ product_id: i })) },
+      ],
       ['101 order items', 'buy', { order_id: '1', items: Array.from({ length: 101 }, (_, i) => ({ product_id: i })) }],
       ['a 129-character order id', 'buy', { order_id: 'o'.repeat(129) }],
       ['an unknown field', 'view', { page: 'https://shop.example/', extra: 'x' }],
@@ -198,7 +219,12 @@ describe('tracking limits on by default', function () {
     expect(metricAfter.invalid! - metricBefore.invalid!).to.equal(cases.length + 3);
 
     // the largest cart the contract allows, with realistic lines, fits the body limit with room to spare
-    const cart = { cart_url: 'https://shop.example/cart', product_id: 7312458963, line_items: Array.from({ length: 100 }, (_, i) => cartLine(i)), cart_value: 5990 };
+    const cart = {
+      cart_url: 'https://shop.example/cart',
+      product_id: 7312458963,
+      line_items: Array.from({ length: 100 }, (_, i) => cartLine(i)),
+      cart_value: 5990,
+    };
     const size = Buffer.byteLength(JSON.stringify(cart));
     expect(size).to.be.below(BODY_LIMITS.tracking);
     const ok = await event(shop, 'caps-1', 'updatecart', cart, from);
@@ -218,7 +244,12 @@ describe('tracking limits in simulated time (the defaults, the same limiter code
   it('never refuses an hour of a busy shop behind one NAT: 300 shoppers at once, browsing, identifying, re-identifying on every page', () => {
     let now = 0;
     const refused: RefusalReason[] = [];
-    const limits = createTrafficLimits('tracking', loadConfig({}).trackingLimits, (r) => refused.push(r), () => now);
+    const limits = createTrafficLimits(
+      'tracking',
+      loadConfig({}).trackingLimits,
+      (r) => refused.push(r),
+      () => now,
+    );
     const rnd = random(12);
     const NAT = '198.51.100.7';
     const SHOPPERS = 300;
@@ -293,7 +324,12 @@ describe('tracking limits in simulated time (the defaults, the same limiter code
   it('never refuses a sale-day peak of one organisation: 2,000 shoppers on 700 addresses for 20 minutes', () => {
     let now = 0;
     const refused: RefusalReason[] = [];
-    const limits = createTrafficLimits('tracking', loadConfig({}).trackingLimits, (r) => refused.push(r), () => now);
+    const limits = createTrafficLimits(
+      'tracking',
+      loadConfig({}).trackingLimits,
+      (r) => refused.push(r),
+      () => now,
+    );
     const rnd = random(7);
     const next = Array.from({ length: 2000 }, () => rnd() * 5_000);
     let requests = 0;
@@ -329,7 +365,9 @@ describe('tracking limits in simulated time (the defaults, the same limiter code
     }
     const perHour = stored / 1e9;
     expect(perHour).to.be.below(0.5);
-    console.log(`      one address sending 32 KiB bodies for an hour: ${perHour.toFixed(2)} GB stored (formerly ~20 GB/h measured from one sequential client)`);
+    console.log(
+      `      one address sending 32 KiB bodies for an hour: ${perHour.toFixed(2)} GB stored (formerly ~20 GB/h measured from one sequential client)`,
+    );
   });
 });
 
@@ -384,7 +422,12 @@ describe('token bucket and client addresses', () => {
   it('makes every address of one IPv6 /64 share one budget', () => {
     let now = 0;
     const refused: RefusalReason[] = [];
-    const limits = createTrafficLimits('tracking', { ip: { limit: 5, windowMs: 60_000 }, org: undefined, identify: undefined }, (r) => refused.push(r), () => now);
+    const limits = createTrafficLimits(
+      'tracking',
+      { ip: { limit: 5, windowMs: 60_000 }, org: undefined, identify: undefined },
+      (r) => refused.push(r),
+      () => now,
+    );
     for (let i = 0; i < 5; i++) limits.ip(`2001:db8:5:6::${i + 1}`);
     expect(() => limits.ip('2001:db8:5:6:ffff::1')).to.throw();
     expect(refused).to.deep.equal(['ip_rate_limited']);

@@ -29,23 +29,20 @@ export async function launchChromium(ctx: Mocha.Context): Promise<Browser> {
   if (!executablePath) {
     const where = process.env.TRACKWAY_CHROMIUM ?? CHROMIUM_CANDIDATES.join(' or ');
     if (process.env.TRACKWAY_REQUIRE_CHROMIUM === '1') {
-      throw new Error(`Chromium is required (TRACKWAY_REQUIRE_CHROMIUM=1) but none was found at ${where}; install it with: apt-get install -y chromium`);
+      throw new Error(
+        `Chromium is required (TRACKWAY_REQUIRE_CHROMIUM=1) but none was found at ${where}; install it with: apt-get install -y chromium`,
+      );
     }
-    console.log(`      skipped: no Chromium at ${where} (install it with: apt-get install -y chromium; TRACKWAY_REQUIRE_CHROMIUM=1 makes this a failure)`);
+    console.log(
+      `      skipped: no Chromium at ${where} (install it with: apt-get install -y chromium; TRACKWAY_REQUIRE_CHROMIUM=1 makes this a failure)`,
+    );
     ctx.skip();
   }
   ctx.timeout(60_000);
   return chromium.launch({
     executablePath,
     headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
 }
 

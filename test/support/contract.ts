@@ -41,7 +41,10 @@ export function schemaValidator(name: string): ValidateFunction {
 function deref<T extends Json>(obj: T): T {
   let cur: Json = obj;
   for (let i = 0; i < 10 && typeof cur.$ref === 'string'; i++) {
-    const parts = (cur.$ref).replace(/^#\//, '').split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const parts = cur.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
     cur = parts.reduce<Json>((o, k) => o[k] as Json, doc);
   }
   return cur as T;
@@ -124,7 +127,10 @@ export function checkResponse(method: string, path: string, res: CheckedResponse
     // the response object may be a $ref into components.responses
     const ref = responses[key]!.$ref as string | undefined;
     const base = ref
-      ? ref.replace(/^#\//, '').split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+      ? ref
+          .replace(/^#\//, '')
+          .split('/')
+          .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
       : ['paths', r.path, r.method, 'responses', key];
     const v = validatorAt([...base, 'content', 'application/json', 'schema']);
     if (!v(res.body)) fail(method, path, res, ajv.errorsText(v.errors));

@@ -56,15 +56,17 @@ export async function mochaGlobalTeardown(): Promise<void> {
     // leave the shared server as we found it
     const admin = new pg.Client({ connectionString: info.adminUrl });
     await admin.connect();
-    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [
-      `${info.prefix}%`,
-    ]);
+    const { rows } = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${info.prefix}%`]);
     for (const { datname } of rows) {
       await admin.query(`DROP DATABASE IF EXISTS ${admin.escapeIdentifier(datname)} WITH (FORCE)`).catch(() => {});
     }
     await admin.end();
     const citus = citusFromEnv(info.adminUrl);
-    if (citus) await dropOnWorkers(citus, rows.map((r) => r.datname));
+    if (citus)
+      await dropOnWorkers(
+        citus,
+        rows.map((r) => r.datname),
+      );
   }
   if (cluster) await cluster.stop();
   if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });

@@ -48,7 +48,7 @@ export class SchemaValues {
     let s: Schema = schema ?? {};
     for (let i = 0; i < 20 && typeof s.$ref === 'string'; i++) {
       const { $ref, ...rest } = s;
-      const target = ($ref)
+      const target = $ref
         .replace(/^#\//, '')
         .split('/')
         .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
@@ -89,7 +89,10 @@ export class SchemaValues {
       case 'array': {
         const maxItems = Math.min(typeof s.maxItems === 'number' ? s.maxItems : MAX_ITEMS, MAX_ITEMS);
         const minItems = typeof s.minItems === 'number' ? s.minItems : 0;
-        return fc.array(depth > 6 ? fc.constant(null) : this.valid(s.items as Schema, depth + 1), { minLength: minItems, maxLength: Math.max(minItems, maxItems) });
+        return fc.array(depth > 6 ? fc.constant(null) : this.valid(s.items as Schema, depth + 1), {
+          minLength: minItems,
+          maxLength: Math.max(minItems, maxItems),
+        });
       }
       case 'object':
       default:
@@ -109,7 +112,9 @@ export class SchemaValues {
     const minLength = typeof s.minLength === 'number' ? s.minLength : 0;
     const fit = (a: fc.Arbitrary<string>) => a.filter((v) => v.length >= minLength && v.length <= maxLength);
     if (s.format === 'uri' || s.pattern === '^https?://') {
-      return fit(fc.webUrl({ validSchemes: ['https', 'http'], withQueryParameters: true, withFragments: true }).filter((u) => /^https?:\/\//.test(u)));
+      return fit(
+        fc.webUrl({ validSchemes: ['https', 'http'], withQueryParameters: true, withFragments: true }).filter((u) => /^https?:\/\//.test(u)),
+      );
     }
     if (s.format === 'email') return fit(fc.emailAddress());
     if (s.format === 'date-time') return fc.date({ noInvalidDate: true, min: new Date(0), max: new Date(4e12) }).map((d) => d.toISOString());
@@ -134,9 +139,7 @@ export class SchemaValues {
     const record: Record<string, fc.Arbitrary<unknown>> = {};
     for (const k of keys) record[k] = depth > 8 ? fc.constant(null) : this.valid(props[k], depth + 1);
     const minProps = typeof s.minProperties === 'number' ? s.minProperties : 0;
-    return fc
-      .record(record, { requiredKeys: keys.filter((k) => required.has(k)) })
-      .filter((o) => Object.keys(o as object).length >= minProps);
+    return fc.record(record, { requiredKeys: keys.filter((k) => required.has(k)) }).filter((o) => Object.keys(o as object).length >= minProps);
   }
 
   /** Values that break the schema in one place (or probe what it cannot say). */
@@ -149,7 +152,10 @@ export class SchemaValues {
     );
     return fc.oneof(
       { weight: 1, arbitrary: anything },
-      { weight: 4, arbitrary: fc.tuple(this.valid(s), fc.integer({ min: 0, max: 1_000_000 }), anything).map(([v, pick, junk]) => this.mutate(s, v, pick, junk)) },
+      {
+        weight: 4,
+        arbitrary: fc.tuple(this.valid(s), fc.integer({ min: 0, max: 1_000_000 }), anything).map(([v, pick, junk]) => this.mutate(s, v, pick, junk)),
+      },
     );
   }
 

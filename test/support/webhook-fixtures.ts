@@ -47,7 +47,10 @@ export async function createTenant(db: Database, tokens: Tokens, platform = 'acm
     .returning('id')
     .executeTakeFirstOrThrow();
   await db.insertInto('organisation_members').values({ user_id: user.id, org_id: org.id, role: 'platform' }).execute();
-  await db.insertInto('organisation_domains').values({ domain_key: `shop-${tag}.example.com`, org_id: org.id }).execute();
+  await db
+    .insertInto('organisation_domains')
+    .values({ domain_key: `shop-${tag}.example.com`, org_id: org.id })
+    .execute();
   await db
     .insertInto('organisation_tokens')
     .values({ token_hash: createHash('sha256').update(orgToken).digest(), org_id: org.id })
@@ -96,11 +99,7 @@ export async function createIntegration(db: Database, cipher: Cipher, orgId: num
 }
 
 /** Enqueues the bodies for the integration in one transaction; returns the new delivery ids in order. */
-export async function enqueue(
-  db: Database,
-  integration: TestIntegration,
-  bodies: { kind: NewDelivery['kind']; body: unknown }[],
-): Promise<number[]> {
+export async function enqueue(db: Database, integration: TestIntegration, bodies: { kind: NewDelivery['kind']; body: unknown }[]): Promise<number[]> {
   return db.transaction().execute(async (tx) => {
     const before = await maxDeliveryId(tx);
     await enqueueDeliveries(

@@ -57,17 +57,52 @@ describe('geo-IP', () => {
 
     it('gives no location for loopback, private, link-local, CGNAT, documentation and other non-public addresses', () => {
       for (const ip of [
-        '127.0.0.1', '127.8.9.10', '::1', '::', '0.0.0.0', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.1.1',
-        '169.254.169.254', 'fe80::1', 'fe80::1%eth0', '100.64.0.1', '100.127.255.254', 'fc00::1', 'fd12:3456::1',
-        '192.0.2.10', '198.51.100.10', '203.0.113.10', '2001:db8::1', '3fff::1', '224.0.0.251', 'ff02::1',
-        '255.255.255.255', '240.1.2.3', '198.18.0.1',
+        '127.0.0.1',
+        '127.8.9.10',
+        '::1',
+        '::',
+        '0.0.0.0',
+        '10.0.0.1',
+        '172.16.5.4',
+        '172.31.255.255',
+        '192.168.1.1',
+        '169.254.169.254',
+        'fe80::1',
+        'fe80::1%eth0',
+        '100.64.0.1',
+        '100.127.255.254',
+        'fc00::1',
+        'fd12:3456::1',
+        '192.0.2.10',
+        '198.51.100.10',
+        '203.0.113.10',
+        '2001:db8::1',
+        '3fff::1',
+        '224.0.0.251',
+        'ff02::1',
+        '255.255.255.255',
+        '240.1.2.3',
+        '198.18.0.1',
       ]) {
         expect(geo.locate(ip), ip).to.equal(null);
       }
     });
 
     it('gives no location for strings that are not addresses', () => {
-      for (const ip of ['', 'localhost', 'abc', '1.2.3', '1.2.3.4.5', '256.1.1.1', '01.2.3.4', '1::2::3', '12345::1', ':::', '::ffff:999.1.1.1', 'x'.repeat(500)]) {
+      for (const ip of [
+        '',
+        'localhost',
+        'abc',
+        '1.2.3',
+        '1.2.3.4.5',
+        '256.1.1.1',
+        '01.2.3.4',
+        '1::2::3',
+        '12345::1',
+        ':::',
+        '::ffff:999.1.1.1',
+        'x'.repeat(500),
+      ]) {
         expect(geo.locate(ip), ip).to.equal(null);
       }
       expect(geo.locate(undefined as never)).to.equal(null);
@@ -146,11 +181,27 @@ describe('geo-IP', () => {
           networks: [
             {
               network: '81.2.69.0/24',
-              data: maxmindCity({ cc: 'GB', country: 'United Kingdom', region: 'England', city: 'London', lat: 51.5142, lon: -0.0931, tz: 'Europe/London' }),
+              data: maxmindCity({
+                cc: 'GB',
+                country: 'United Kingdom',
+                region: 'England',
+                city: 'London',
+                lat: 51.5142,
+                lon: -0.0931,
+                tz: 'Europe/London',
+              }),
             },
             {
               network: '2a02:d8::/32',
-              data: maxmindCity({ cc: 'SE', country: 'Sweden', region: 'Stockholm County', city: 'Stockholm', lat: 59.3294, lon: 18.0686, tz: 'Europe/Stockholm' }),
+              data: maxmindCity({
+                cc: 'SE',
+                country: 'Sweden',
+                region: 'Stockholm County',
+                city: 'Stockholm',
+                lat: 59.3294,
+                lon: 18.0686,
+                tz: 'Europe/Stockholm',
+              }),
             },
             // no city, no subdivision, no time zone: the zone comes from the country
             { network: '89.160.0.0/17', data: maxmindCity({ cc: 'NO', country: 'Norway', lat: 59.95, lon: 10.75 }) },
@@ -159,14 +210,29 @@ describe('geo-IP', () => {
       );
       const geo = loadGeoLocator(file);
       expect(geo.locate('81.2.69.160')).to.deep.equal({
-        country_code: 'GB', region: 'England', city: 'London', latitude: 51.5142, longitude: -0.0931, timezone: 'Europe/London',
+        country_code: 'GB',
+        region: 'England',
+        city: 'London',
+        latitude: 51.5142,
+        longitude: -0.0931,
+        timezone: 'Europe/London',
       });
       expect(geo.locate('::ffff:81.2.69.1')).to.include({ country_code: 'GB' });
       expect(geo.locate('2a02:d8:1::5')).to.deep.equal({
-        country_code: 'SE', region: 'Stockholm County', city: 'Stockholm', latitude: 59.3294, longitude: 18.0686, timezone: 'Europe/Stockholm',
+        country_code: 'SE',
+        region: 'Stockholm County',
+        city: 'Stockholm',
+        latitude: 59.3294,
+        longitude: 18.0686,
+        timezone: 'Europe/Stockholm',
       });
       expect(geo.locate('89.160.20.112')).to.deep.equal({
-        country_code: 'NO', region: null, city: null, latitude: 59.95, longitude: 10.75, timezone: 'Europe/Oslo',
+        country_code: 'NO',
+        region: null,
+        city: null,
+        latitude: 59.95,
+        longitude: 10.75,
+        timezone: 'Europe/Oslo',
       });
       expect(geo.locate('193.0.6.139')).to.equal(null); // not in this file
       expect(geo.locate('127.0.0.1')).to.equal(null);
@@ -195,11 +261,21 @@ describe('geo-IP', () => {
       );
       const geo = loadGeoLocator(`${v4}, ${v6}`);
       expect(geo.locate('81.2.69.160')).to.deep.equal({
-        country_code: 'GB', region: 'England', city: 'London', latitude: 51.5142, longitude: -0.0931, timezone: 'Europe/London',
+        country_code: 'GB',
+        region: 'England',
+        city: 'London',
+        latitude: 51.5142,
+        longitude: -0.0931,
+        timezone: 'Europe/London',
       });
       expect(geo.locate('5.44.1.2')).to.include({ country_code: 'JP', timezone: 'Asia/Tokyo' });
       expect(geo.locate('2a02:d8:1::5')).to.deep.equal({
-        country_code: 'SE', region: 'Stockholm County', city: 'Stockholm', latitude: 59.3294, longitude: 18.0686, timezone: 'Europe/Stockholm',
+        country_code: 'SE',
+        region: 'Stockholm County',
+        city: 'Stockholm',
+        latitude: 59.3294,
+        longitude: 18.0686,
+        timezone: 'Europe/Stockholm',
       });
       expect(geo.locate('2a02:d9::1')).to.equal(null);
       // an IPv4 file alone answers no IPv6 address
@@ -213,12 +289,20 @@ describe('geo-IP', () => {
           ipVersion: 6,
           databaseType: 'Acme-Geo',
           networks: [
-            { network: '1.0.0.0/24', data: maxmindCity({ cc: 'AU', country: 'Australia', region: 'Queensland', city: 'Brisbane', lat: -27.47, lon: 153.02 }) },
+            {
+              network: '1.0.0.0/24',
+              data: maxmindCity({ cc: 'AU', country: 'Australia', region: 'Queensland', city: 'Brisbane', lat: -27.47, lon: 153.02 }),
+            },
           ],
         }),
       );
       expect(loadGeoLocator(file).locate('1.0.0.1')).to.deep.equal({
-        country_code: 'AU', region: 'Queensland', city: 'Brisbane', latitude: -27.47, longitude: 153.02, timezone: 'Australia/Brisbane',
+        country_code: 'AU',
+        region: 'Queensland',
+        city: 'Brisbane',
+        latitude: -27.47,
+        longitude: 153.02,
+        timezone: 'Australia/Brisbane',
       });
     });
 

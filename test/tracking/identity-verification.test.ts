@@ -62,9 +62,13 @@ describe('identity verification', function () {
         { type: 'PHONE', value: '+442079460958', verified: true },
       ]);
       // a phone hash does not cover an email that is sent with it
-      expect(() => verifyIdentify(policy('optional'), { email: 'jane@example.com', phone: '+442079460958', hash: phone })).to.throw(/does not match the email/);
+      expect(() => verifyIdentify(policy('optional'), { email: 'jane@example.com', phone: '+442079460958', hash: phone })).to.throw(
+        /does not match the email/,
+      );
       expect(() => verifyIdentify(policy('optional'), { name: 'Jane', hash: email })).to.throw(/neither/);
-      expect(() => verifyIdentify({ ...policy('optional'), identitySecret: null }, { email: 'jane@example.com', hash: email })).to.throw(/does not match/);
+      expect(() => verifyIdentify({ ...policy('optional'), identitySecret: null }, { email: 'jane@example.com', hash: email })).to.throw(
+        /does not match/,
+      );
     });
   });
 
@@ -122,7 +126,9 @@ describe('identity verification', function () {
       secret = r.body.identity_secret;
       // the real customer, signed in on the shop: its events carry the shop's customer id, its identify a hash
       victim = shop.visitor(unique('real'), corex);
-      expect((await victim.track('productview', { product_id: 1001, price: 59.9, product_url: shop.url('/products/linen-shirt') })).status).to.equal(202);
+      expect((await victim.track('productview', { product_id: 1001, price: 59.9, product_url: shop.url('/products/linen-shirt') })).status).to.equal(
+        202,
+      );
       expect((await victim.track('updatecart', { product_id: 1001, cart_url: shop.url('/cart') })).status).to.equal(202);
       const id = await victim.identify({ email: 'BUYER@example.com', hash: hashOf(secret, 'buyer@example.com') });
       expect(id.status, id.text).to.equal(200);
@@ -131,7 +137,11 @@ describe('identity verification', function () {
     it('accepts a correct hash and marks the link and the notification verified', async () => {
       expect((await victim.read()).contacts).to.deep.equal([{ type: 'EMAIL', value: 'buyer@example.com', verified: true }]);
       await shop.drained();
-      expect(shop.received().find((b) => b.medium === 'matched')).to.include({ contact: 'buyer@example.com', verified: true, last_addtocart: shop.url('/products/linen-shirt') });
+      expect(shop.received().find((b) => b.medium === 'matched')).to.include({
+        contact: 'buyer@example.com',
+        verified: true,
+        last_addtocart: shop.url('/products/linen-shirt'),
+      });
     });
 
     it('refuses the email form of the attack with 403 unverified_identity and stores nothing at all', async () => {
@@ -210,10 +220,14 @@ describe('identity verification', function () {
 
     it('stops accepting hashes made with the old secret once it is rotated', async () => {
       const old = secret;
-      const rotated = await srv.api.post(`/v1/rest/${account.platform}/organisations/${shop.orgId}/identity-secret/rotate`, undefined, { token: account.token });
+      const rotated = await srv.api.post(`/v1/rest/${account.platform}/organisations/${shop.orgId}/identity-secret/rotate`, undefined, {
+        token: account.token,
+      });
       expect(rotated.status, rotated.text).to.equal(200);
       const fresh = rotated.body.identity_secret as string;
-      expect(fresh).to.match(/^[0-9a-f]{64}$/).and.not.equal(old);
+      expect(fresh)
+        .to.match(/^[0-9a-f]{64}$/)
+        .and.not.equal(old);
       const v = shop.visitor();
       const refused = await v.identify({ email: 'buyer@example.com', hash: hashOf(old, 'buyer@example.com') });
       expect(refused.status).to.equal(403);

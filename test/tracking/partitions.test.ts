@@ -36,7 +36,9 @@ describe('events: monthly partitions and retention', () => {
     const from = new Date(Date.UTC(old.getUTCFullYear(), old.getUTCMonth(), 1));
     const to = new Date(Date.UTC(old.getUTCFullYear(), old.getUTCMonth() + 1, 1));
     const name = `events_${from.getUTCFullYear()}_${String(from.getUTCMonth() + 1).padStart(2, '0')}`;
-    await sql`CREATE TABLE ${sql.id(name)} PARTITION OF events FOR VALUES FROM (${sql.lit(from.toISOString())}) TO (${sql.lit(to.toISOString())})`.execute(db);
+    await sql`CREATE TABLE ${sql.id(name)} PARTITION OF events FOR VALUES FROM (${sql.lit(from.toISOString())}) TO (${sql.lit(to.toISOString())})`.execute(
+      db,
+    );
     await db
       .insertInto('events')
       .values({ org_id: 1, received_at: from, name: 'view', core_id: 'c', roaming_id: 'r', corex_id: null, body: '{}' })

@@ -246,10 +246,8 @@ describe('browser tracker in Chromium', function () {
   });
 
   // read API, for the end-to-end checks (beacons land asynchronously: poll)
-  const readVisitor = (core: string) =>
-    srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
-  const readEvents = (query = '') =>
-    srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/events${query}`, { token: account.token });
+  const readVisitor = (core: string) => srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
+  const readEvents = (query = '') => srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/events${query}`, { token: account.token });
 
   let context: BrowserContext;
   let page: Page;
@@ -282,7 +280,14 @@ describe('browser tracker in Chromium', function () {
       cart_url: `${shop.url}/cart`,
       product_id: 7312458963,
       line_items: [
-        { quantity: 1, title: 'Linen shirt - Sand / M', line_price: 59.9, id: '44012345678901', product_id: 7312458963, image_url: `${shop.url}/img/linen.jpg` },
+        {
+          quantity: 1,
+          title: 'Linen shirt - Sand / M',
+          line_price: 59.9,
+          id: '44012345678901',
+          product_id: 7312458963,
+          image_url: `${shop.url}/img/linen.jpg`,
+        },
       ],
       cart_value: 59.9,
     };
@@ -350,7 +355,13 @@ describe('browser tracker in Chromium', function () {
     });
     expect(api).to.deep.equal(['identify', 'ids', 'push', 'setCorexId', 'track']);
     // push keeps working after load
-    await page.evaluate(() => (window as unknown as { trackway: { push(c: unknown): void } }).trackway.push(['track', 'checkout', { checkout: 'https://shop.example/checkout' }]));
+    await page.evaluate(() =>
+      (window as unknown as { trackway: { push(c: unknown): void } }).trackway.push([
+        'track',
+        'checkout',
+        { checkout: 'https://shop.example/checkout' },
+      ]),
+    );
     const checkout = await rec.event('checkout');
     expect(checkout.body).to.deep.equal({ checkout: 'https://shop.example/checkout' });
   });

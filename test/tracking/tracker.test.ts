@@ -26,7 +26,9 @@ describe('browser tracker script', () => {
     expect(r.status).to.equal(200);
     expect(r.headers.get('content-type')).to.match(/^text\/javascript/);
     expect(r.headers.get('content-encoding')).to.equal(null);
-    expect(r.headers.get('etag')).to.equal(etag).and.match(/^"[A-Za-z0-9_-]+"$/);
+    expect(r.headers.get('etag'))
+      .to.equal(etag)
+      .and.match(/^"[A-Za-z0-9_-]+"$/);
     expect(r.headers.get('cache-control')).to.equal(TRACKER_CACHE_CONTROL);
     expect(r.headers.get('vary')).to.match(/accept-encoding/i);
     expect(r.headers.get('access-control-allow-origin')).to.equal('*');

@@ -74,11 +74,7 @@ export async function newShop(srv: TestServer, account: Account, receiver: TestR
     async drained() {
       const until = Date.now() + 20_000;
       for (;;) {
-        const rows = await srv.deps.db
-          .selectFrom('deliveries')
-          .select(['status'])
-          .where('org_id', '=', orgId)
-          .execute();
+        const rows = await srv.deps.db.selectFrom('deliveries').select(['status']).where('org_id', '=', orgId).execute();
         const delivered = rows.filter((r) => r.status === 'delivered').length;
         if (rows.every((r) => r.status !== 'pending') && shop.received().length >= delivered) return;
         if (Date.now() > until) throw new Error(`deliveries of organisation ${orgId} still pending: ${JSON.stringify(rows)}`);

@@ -66,9 +66,7 @@ describe('two instances on one database', function () {
     // …and a second device of the same person (same corex_id) shows up on the other
     const corexOf = (i: number) => `cx-${i}`;
     await Promise.all(
-      visitors.map((v, i) =>
-        instances[(i + 1) % 2]!.api.post(`/jsv1/${org}/r/${v.core}/${corexOf(i)}/event/view`, { page: 'https://two.example/' }),
-      ),
+      visitors.map((v, i) => instances[(i + 1) % 2]!.api.post(`/jsv1/${org}/r/${v.core}/${corexOf(i)}/event/view`, { page: 'https://two.example/' })),
     );
     // then 10 events per visitor from second devices, spread over both instances concurrently
     const sends: Promise<{ status: number }>[] = [];
@@ -88,7 +86,11 @@ describe('two instances on one database', function () {
     expect(replies.every((r) => r.status === 202)).to.equal(true);
 
     const db = database.handle.db;
-    const events = await db.selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', org).executeTakeFirstOrThrow();
+    const events = await db
+      .selectFrom('events')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('org_id', '=', org)
+      .executeTakeFirstOrThrow();
     expect(Number(events.n)).to.equal(visitors.length * 11);
 
     // each phone was stitched to its person by corex_id, whichever instance saw it first

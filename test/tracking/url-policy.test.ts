@@ -24,7 +24,9 @@ describe('URL policy: allowed domains (on by default)', function () {
     account = await newAccount(srv);
   });
   after(async () => {
-    console.log(`      url policy figures: ${figures.deliveries} deliveries received in the attack tests, ${figures.phishing} carrying the phishing host`);
+    console.log(
+      `      url policy figures: ${figures.deliveries} deliveries received in the attack tests, ${figures.phishing} carrying the phishing host`,
+    );
     await srv?.stop();
     await receiver?.close();
   });
@@ -43,8 +45,12 @@ describe('URL policy: allowed domains (on by default)', function () {
   /** A real customer: views and adds product 1001 to the cart on the shop, then identifies as BUYER@example.com. */
   async function realCustomer(shop: Shop, corex = 'null') {
     const victim = shop.visitor(unique('real'), corex);
-    expect((await victim.track('productview', { product_id: 1001, price: 59.9, product_url: shop.url('/products/linen-shirt') })).status).to.equal(202);
-    expect((await victim.track('updatecart', { product_id: 1001, cart_url: shop.url('/cart'), line_items: [], cart_value: 59.9 })).status).to.equal(202);
+    expect((await victim.track('productview', { product_id: 1001, price: 59.9, product_url: shop.url('/products/linen-shirt') })).status).to.equal(
+      202,
+    );
+    expect((await victim.track('updatecart', { product_id: 1001, cart_url: shop.url('/cart'), line_items: [], cart_value: 59.9 })).status).to.equal(
+      202,
+    );
     expect((await victim.identify({ email: 'BUYER@example.com', name: 'Bo Buyer' })).status).to.equal(200);
     return victim;
   }
@@ -54,7 +60,12 @@ describe('URL policy: allowed domains (on by default)', function () {
     const victim = await realCustomer(shop);
     // the attack, as reported: no credential, an unknown product, the phishing page as cart_url
     const atk = shop.visitor('atk');
-    const r = await srv.api.post(`/jsv1/${shop.orgId}/r-h/atk/null/event/updatecart`, { product_id: 424242, cart_url: PHISH, line_items: [], cart_value: 1 });
+    const r = await srv.api.post(`/jsv1/${shop.orgId}/r-h/atk/null/event/updatecart`, {
+      product_id: 424242,
+      cart_url: PHISH,
+      line_items: [],
+      cart_value: 1,
+    });
     expect(r.status, r.text).to.equal(202);
     expect((await atk.identify({ email: 'BUYER@example.com' })).status).to.equal(200);
 
@@ -88,7 +99,10 @@ describe('URL policy: allowed domains (on by default)', function () {
     expect(last).to.include({ contact: '+442079460958', last_addtocart: shop.url('/products/linen-shirt') });
     const catalogue = await srv.deps.db.selectFrom('products').select(['product_id', 'url']).where('org_id', '=', shop.orgId).execute();
     expect(catalogue).to.deep.equal([{ product_id: 1001, url: shop.url('/products/linen-shirt') }]);
-    expect((await victim.read()).recent).to.deep.equal({ last_view: [shop.url('/products/linen-shirt')], last_addtocart: shop.url('/products/linen-shirt') });
+    expect((await victim.read()).recent).to.deep.equal({
+      last_view: [shop.url('/products/linen-shirt')],
+      last_addtocart: shop.url('/products/linen-shirt'),
+    });
   });
 
   it('keeps phishing items[].product_url of checkout and buy out of the catalogue', async () => {
@@ -127,7 +141,12 @@ describe('URL policy: allowed domains (on by default)', function () {
     const shop = await newShop(srv, account, undefined);
     const v = shop.visitor();
     const ok = [`https://WWW.${shop.domain.toUpperCase()}/p/1`, `http://cdn.${shop.domain}:8443/p/2`, `https://${shop.domain}./p/3`];
-    const bad = [`https://${shop.domain}.evil.example/p/4`, `https://evil${shop.domain}/p/5`, `https://${shop.domain}@phish.attacker.example/p/6`, 'http://127.0.0.1/p/7'];
+    const bad = [
+      `https://${shop.domain}.evil.example/p/4`,
+      `https://evil${shop.domain}/p/5`,
+      `https://${shop.domain}@phish.attacker.example/p/6`,
+      'http://127.0.0.1/p/7',
+    ];
     let id = 1;
     for (const url of [...bad, ...ok]) expect((await v.track('productview', { product_id: id++, product_url: url })).status).to.equal(202);
     // the three allowed ones, most recent first, as sent
@@ -168,7 +187,13 @@ describe('URL policy: allowed domains (on by default)', function () {
   describe('matching rules', () => {
     it('matches the host (lower-case, trailing dot dropped, port ignored) or a subdomain; IP literals only exactly', () => {
       const allows = urlMatcher(['shop.example.com', '127.0.0.1', '[::1]']);
-      const yes = ['https://shop.example.com/x', 'https://SHOP.Example.com./x', 'https://a.b.shop.example.com:8443/x', 'http://127.0.0.1:5555/p', 'http://[::1]:80/'];
+      const yes = [
+        'https://shop.example.com/x',
+        'https://SHOP.Example.com./x',
+        'https://a.b.shop.example.com:8443/x',
+        'http://127.0.0.1:5555/p',
+        'http://[::1]:80/',
+      ];
       const no = [
         'https://evilshop.example.com/',
         'https://shop.example.com.evil.example/',
@@ -191,7 +216,20 @@ describe('URL policy: allowed domains (on by default)', function () {
       expect(normaliseAllowedDomain('::1')).to.equal('[::1]');
       expect(normaliseAllowedDomain('xn--bcher-kva.example')).to.equal('xn--bcher-kva.example');
       expect(normaliseAllowedDomain('localhost')).to.equal('localhost');
-      for (const bad of ['https://shop.example.com', 'shop.example.com/path', 'shop.example.com:8080', 'com', '*.example.com', 'bücher.example', '1.2.3', '010.0.0.1', 'a..b', '-a.example', 'user@shop.example.com', '']) {
+      for (const bad of [
+        'https://shop.example.com',
+        'shop.example.com/path',
+        'shop.example.com:8080',
+        'com',
+        '*.example.com',
+        'bücher.example',
+        '1.2.3',
+        '010.0.0.1',
+        'a..b',
+        '-a.example',
+        'user@shop.example.com',
+        '',
+      ]) {
         expect(normaliseAllowedDomain(bad), bad).to.have.property('error');
       }
     });

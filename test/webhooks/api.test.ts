@@ -5,15 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import {
-  type Tenant,
-  type TestIntegration,
-  createIntegration,
-  createTenant,
-  enqueue,
-  eventually,
-  matchedBody,
-} from '../support/webhook-fixtures.ts';
+import { type Tenant, type TestIntegration, createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
 
 describe('webhook deliveries API', function () {
   this.timeout(30_000);
@@ -30,10 +22,7 @@ describe('webhook deliveries API', function () {
   const path = (t: Tenant, rest: string) => `/v1/rest/${t.platform}${rest}`;
 
   before(async () => {
-    srv = await startTestServer(
-      { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms' },
-      { dispatcher: true },
-    );
+    srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms' }, { dispatcher: true });
     tenant = await createTenant(srv.deps.db, srv.deps.tokens);
     other = await createTenant(srv.deps.db, srv.deps.tokens, 'other');
     ok = await TestReceiver.start(() => ({ status: 200, body: 'thanks' }));
@@ -191,7 +180,17 @@ describe('webhook deliveries API', function () {
     const r = await srv.api.get('/docs/webhooks', { unchecked: true });
     expect(r.status).to.equal(200);
     expect(r.headers.get('content-type')).to.match(/^text\/html/);
-    for (const text of ['webhook-signature', 'webhook-id', 'standardwebhooks', 'whsec_', '100 ms, 200 ms', 'at most 3 attempts', 'Retry-After', '"medium": "matched"', '"medium": "event"']) {
+    for (const text of [
+      'webhook-signature',
+      'webhook-id',
+      'standardwebhooks',
+      'whsec_',
+      '100 ms, 200 ms',
+      'at most 3 attempts',
+      'Retry-After',
+      '"medium": "matched"',
+      '"medium": "event"',
+    ]) {
       expect(r.text).to.include(text);
     }
   });

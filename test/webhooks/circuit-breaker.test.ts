@@ -34,7 +34,14 @@ describe('circuit breaker', function () {
     it('sums a batch up per endpoint in the order the endpoint answered: failures after the last success count', () => {
       const at = (ms: number) => new Date(Date.UTC(2024, 0, 1) + ms);
       const a = (integrationId: number, ok: boolean, ms: number, extra: object = {}) => ({
-        orgId: 1, integrationId, ok, attemptedAt: at(ms), durationMs: 10, error: ok ? null : `HTTP 50${ms % 10}`, probe: false, ...extra,
+        orgId: 1,
+        integrationId,
+        ok,
+        attemptedAt: at(ms),
+        durationMs: 10,
+        error: ok ? null : `HTTP 50${ms % 10}`,
+        probe: false,
+        ...extra,
       });
       const out = summarise([a(1, false, 0), a(1, true, 20), a(1, false, 40), a(1, false, 31), a(2, false, 5, { probe: true }), a(3, true, 1)]);
       expect(out).to.deep.equal([
@@ -46,11 +53,23 @@ describe('circuit breaker', function () {
 
     it('shows a missing row as healthy, and each state with what it needs', () => {
       const row = {
-        org_id: 1, integration_id: 2, consecutive_failures: 3, failing_since: new Date('2024-05-15T16:02:48.551Z'), last_error: 'HTTP 503',
-        opened_count: 0, paused_until: null, disabled_at: null, disabled_reason: null,
+        org_id: 1,
+        integration_id: 2,
+        consecutive_failures: 3,
+        failing_since: new Date('2024-05-15T16:02:48.551Z'),
+        last_error: 'HTTP 503',
+        opened_count: 0,
+        paused_until: null,
+        disabled_at: null,
+        disabled_reason: null,
       };
       expect(healthView(undefined).state).to.equal('healthy');
-      expect(healthView(row)).to.include({ state: 'failing', consecutive_failures: 3, failing_since: '2024-05-15T16:02:48.551Z', paused_until: null });
+      expect(healthView(row)).to.include({
+        state: 'failing',
+        consecutive_failures: 3,
+        failing_since: '2024-05-15T16:02:48.551Z',
+        paused_until: null,
+      });
       const until = new Date('2024-05-15T16:05:00.000Z');
       expect(healthView({ ...row, opened_count: 2, paused_until: until })).to.include({ state: 'paused', paused_until: until.toISOString() });
       expect(healthView({ ...row, disabled_at: until, disabled_reason: 'why' })).to.include({ state: 'disabled', disabled_reason: 'why' });
@@ -79,15 +98,41 @@ describe('circuit breaker', function () {
     const write = (endpoint: Omit<EndpointOutcome, 'orgId' | 'integrationId'>, integrationId: number) =>
       completeAttempts(
         database.handle.db,
-        [{ orgId: 1, id: 987_654_321, n: 1, outcome: 'retry', delayMs: 0, lastError: 'x', attemptedAt: new Date(), statusCode: null, durationMs: 1, error: 'x', responseExcerpt: null, deliveredAt: null }],
+        [
+          {
+            orgId: 1,
+            id: 987_654_321,
+            n: 1,
+            outcome: 'retry',
+            delayMs: 0,
+            lastError: 'x',
+            attemptedAt: new Date(),
+            statusCode: null,
+            durationMs: 1,
+            error: 'x',
+            responseExcerpt: null,
+            deliveredAt: null,
+          },
+        ],
         [{ orgId: 1, integrationId, ...endpoint }],
         breaker,
       );
     const fail = (n: number, extra: Partial<EndpointOutcome> = {}) => ({
-      ok: false, fails: n, firstFailAt: new Date(), lastFailAt: new Date(), lastError: 'HTTP 503', probeFailed: false, ...extra,
+      ok: false,
+      fails: n,
+      firstFailAt: new Date(),
+      lastFailAt: new Date(),
+      lastError: 'HTTP 503',
+      probeFailed: false,
+      ...extra,
     });
     const row = (integrationId: number) =>
-      database.handle.db.selectFrom('webhook_endpoint_health').selectAll().where('org_id', '=', 1).where('integration_id', '=', integrationId).executeTakeFirst();
+      database.handle.db
+        .selectFrom('webhook_endpoint_health')
+        .selectAll()
+        .where('org_id', '=', 1)
+        .where('integration_id', '=', integrationId)
+        .executeTakeFirst();
 
     it('counts failures, opens at the threshold, doubles the pause on each failed probe up to the cap, and deletes the row on a success', async () => {
       const first = await write(fail(4), 11);
@@ -117,7 +162,10 @@ describe('circuit breaker', function () {
 
     it('restarts the count from the failures after a success in the same batch, and flags an endpoint failing for longer than the limit', async () => {
       await write(fail(3), 12);
-      const mixed = await write({ ok: true, fails: 2, firstFailAt: new Date(), lastFailAt: new Date(), lastError: 'HTTP 502', probeFailed: false }, 12);
+      const mixed = await write(
+        { ok: true, fails: 2, firstFailAt: new Date(), lastFailAt: new Date(), lastError: 'HTTP 502', probeFailed: false },
+        12,
+      );
       expect(mixed.health[0]).to.include({ consecutive_failures: 2, opened_count: 0, last_error: 'HTTP 502' });
       const long = await write(fail(1, { firstFailAt: new Date(Date.now() - 120_000) }), 13);
       expect(long.health[0]).to.include({ disable_due: true });
@@ -181,10 +229,14 @@ describe('circuit breaker', function () {
       await enqueue(srv.deps.db, hook, many(tenant.orgId, 20, 'cb'));
 
       // paused: the API says so, with why and until when
-      const paused = await eventually(async () => {
-        const i = await read(hook.id);
-        return i.health.state === 'paused' ? i : undefined;
-      }, 10_000, 'the endpoint to be paused');
+      const paused = await eventually(
+        async () => {
+          const i = await read(hook.id);
+          return i.health.state === 'paused' ? i : undefined;
+        },
+        10_000,
+        'the endpoint to be paused',
+      );
       expect(paused.active).to.equal(true);
       expect(paused.health.consecutive_failures).to.be.at.least(5);
       expect(paused.health.last_error).to.equal('HTTP 503');
@@ -204,10 +256,14 @@ describe('circuit breaker', function () {
 
       // after the pause: exactly one probe; it fails, and the pause is longer
       await r.waitFor(sentBefore + 1, 5_000);
-      const again = await eventually(async () => {
-        const i = await read(hook.id);
-        return i.health.state === 'paused' && Date.parse(i.health.paused_until) > Date.parse(paused.health.paused_until) + 1_500 ? i : undefined;
-      }, 5_000, 'a longer pause after the failed probe');
+      const again = await eventually(
+        async () => {
+          const i = await read(hook.id);
+          return i.health.state === 'paused' && Date.parse(i.health.paused_until) > Date.parse(paused.health.paused_until) + 1_500 ? i : undefined;
+        },
+        5_000,
+        'a longer pause after the failed probe',
+      );
       await sleep(500);
       expect(r.requests.length, 'one probe').to.equal(sentBefore + 1);
       const pauseMs = Date.parse(again.health.paused_until) - Date.now();
@@ -223,7 +279,13 @@ describe('circuit breaker', function () {
       expect(extra.filter((n) => n === 1).length + extra.filter((n) => n === 2).length).to.equal(20);
       expect(extra.filter((n) => n === 2)).to.have.length(1); // the probe that failed, then its retry
       expect((await read(hook.id)).health).to.deep.equal({
-        state: 'healthy', consecutive_failures: 0, failing_since: null, last_error: null, paused_until: null, disabled_at: null, disabled_reason: null,
+        state: 'healthy',
+        consecutive_failures: 0,
+        failing_since: null,
+        last_error: null,
+        paused_until: null,
+        disabled_at: null,
+        disabled_reason: null,
       });
       const delivered = r.requests.filter((q) => q.headers['webhook-id']).map((q) => q.headers['webhook-id']);
       expect(new Set(delivered).size).to.equal(20);
@@ -242,17 +304,24 @@ describe('circuit breaker', function () {
       );
       const hook = { id: res.body.integration.id as number, orgId: tenant.orgId, signingSecret: '' };
       await enqueue(srv.deps.db, hook, many(tenant.orgId, 6, 'slow'));
-      const listed = await eventually(async () => {
-        const l = await srv.api.get(`/v1/rest/${tenant.platform}/integration?org_id=${tenant.orgId}`, { token: tenant.token });
-        const i = l.body.items.find((x: { id: number }) => x.id === hook.id);
-        return i.health.state === 'paused' ? i : undefined;
-      }, 10_000, 'the slow endpoint to be paused');
+      const listed = await eventually(
+        async () => {
+          const l = await srv.api.get(`/v1/rest/${tenant.platform}/integration?org_id=${tenant.orgId}`, { token: tenant.token });
+          const i = l.body.items.find((x: { id: number }) => x.id === hook.id);
+          return i.health.state === 'paused' ? i : undefined;
+        },
+        10_000,
+        'the slow endpoint to be paused',
+      );
       expect(listed.health.last_error).to.match(/timeout/i);
       const metrics = (await srv.api.get('/metrics', { unchecked: true })).text;
       expect(metrics).to.match(/trackway_webhook_endpoints_paused [1-9]/);
       // a new endpoint clears the pause, and what waited goes there at once
       const ok = await receiver(() => ({ status: 204 }));
-      const patched = await srv.api.request('PATCH', `/v1/rest/${tenant.platform}/integration/${hook.id}`, { body: { data: { endpoint: ok.url } }, token: tenant.token });
+      const patched = await srv.api.request('PATCH', `/v1/rest/${tenant.platform}/integration/${hook.id}`, {
+        body: { data: { endpoint: ok.url } },
+        token: tenant.token,
+      });
       expect(patched.status).to.equal(200);
       expect(patched.body.integration.health.state).to.equal('healthy');
       await ok.waitFor(6, 10_000);
@@ -310,11 +379,20 @@ describe('circuit breaker', function () {
       const hook = await createIntegration(deps.db, deps.cipher, tenant.orgId, { endpoint: r.url });
       await enqueue(deps.db, hook, many(tenant.orgId, 40, 'two'));
       const health = () =>
-        deps.db.selectFrom('webhook_endpoint_health').selectAll().where('org_id', '=', tenant.orgId).where('integration_id', '=', hook.id).executeTakeFirst();
-      const opened = await eventually(async () => {
-        const h = await health();
-        return h && h.opened_count > 0 ? h : undefined;
-      }, 10_000, 'the breaker to open');
+        deps.db
+          .selectFrom('webhook_endpoint_health')
+          .selectAll()
+          .where('org_id', '=', tenant.orgId)
+          .where('integration_id', '=', hook.id)
+          .executeTakeFirst();
+      const opened = await eventually(
+        async () => {
+          const h = await health();
+          return h && h.opened_count > 0 ? h : undefined;
+        },
+        10_000,
+        'the breaker to open',
+      );
       await sleep(300); // attempts both had in flight finish
       const sent = r.requests.length;
       await sleep(Math.max(0, opened.paused_until!.getTime() - Date.now() - 300));
@@ -358,18 +436,30 @@ describe('circuit breaker', function () {
         { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { endpoint: r.url, do_events: true, do_contacts: true } },
         { token: tenant.token },
       );
-      const hook = { id: created.body.integration.id as number, orgId: tenant.orgId, signingSecret: created.body.integration.signing_secret as string };
+      const hook = {
+        id: created.body.integration.id as number,
+        orgId: tenant.orgId,
+        signingSecret: created.body.integration.signing_secret as string,
+      };
       const ids = await enqueue(srv.deps.db, hook, many(tenant.orgId, 12, 'off'));
 
-      const disabled = await eventually(async () => {
-        const i = (await srv.api.get(`${base}/${hook.id}`, { token: tenant.token })).body;
-        return i.health.state === 'disabled' ? i : undefined;
-      }, 15_000, 'the endpoint to be disabled');
+      const disabled = await eventually(
+        async () => {
+          const i = (await srv.api.get(`${base}/${hook.id}`, { token: tenant.token })).body;
+          return i.health.state === 'disabled' ? i : undefined;
+        },
+        15_000,
+        'the endpoint to be disabled',
+      );
       expect(disabled.active).to.equal(false);
-      expect(disabled.health.disabled_reason).to.match(/^Disabled automatically: no delivery succeeded for 2 seconds \(failing since .*\d+ attempts in a row\); last error: HTTP 500\./);
+      expect(disabled.health.disabled_reason).to.match(
+        /^Disabled automatically: no delivery succeeded for 2 seconds \(failing since .*\d+ attempts in a row\); last error: HTTP 500\./,
+      );
       expect(Date.parse(disabled.health.disabled_at) - Date.parse(disabled.health.failing_since)).to.be.at.least(2_000);
       expect(disabled.health).to.include({ paused_until: null, last_error: 'HTTP 500' });
-      console.log(`      auto-disable figures: disabled ${Date.parse(disabled.health.disabled_at) - Date.parse(disabled.health.failing_since)} ms after its first failure (WEBHOOK_DISABLE_AFTER=2s), after ${disabled.health.consecutive_failures} failed attempts`);
+      console.log(
+        `      auto-disable figures: disabled ${Date.parse(disabled.health.disabled_at) - Date.parse(disabled.health.failing_since)} ms after its first failure (WEBHOOK_DISABLE_AFTER=2s), after ${disabled.health.consecutive_failures} failed attempts`,
+      );
 
       // as a deactivation does: nothing pending any more, nothing lost (cancelled, retryable)
       const list = await srv.api.get(`/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?limit=50`, { token: tenant.token });
@@ -388,17 +478,29 @@ describe('circuit breaker', function () {
       expect(on.status).to.equal(200);
       expect(on.body.integration.active).to.equal(true);
       expect(on.body.integration.health).to.deep.equal({
-        state: 'healthy', consecutive_failures: 0, failing_since: null, last_error: null, paused_until: null, disabled_at: null, disabled_reason: null,
+        state: 'healthy',
+        consecutive_failures: 0,
+        failing_since: null,
+        last_error: null,
+        paused_until: null,
+        disabled_at: null,
+        disabled_reason: null,
       });
       // and what was cancelled can be sent again
       for (const id of ids) {
         const retried = await srv.api.post(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
         expect(retried.status).to.equal(200);
       }
-      await eventually(async () => {
-        const l = await srv.api.get(`/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?status=delivered&limit=50`, { token: tenant.token });
-        return l.body.items.length === 12 ? true : undefined;
-      }, 10_000, 'the retried deliveries');
+      await eventually(
+        async () => {
+          const l = await srv.api.get(`/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?status=delivered&limit=50`, {
+            token: tenant.token,
+          });
+          return l.body.items.length === 12 ? true : undefined;
+        },
+        10_000,
+        'the retried deliveries',
+      );
     });
   });
 });

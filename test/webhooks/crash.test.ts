@@ -81,7 +81,15 @@ describe('webhook dispatch across processes', function () {
     const db = database.handle.db;
     const org = await db
       .insertInto('organisations')
-      .values({ token: `t-${Date.now()}-${Math.random()}`, token_hash: Buffer.from(String(Math.random())), domain: 'x.example', domain_key: `x-${Math.random()}.example`, wid: null, referer: null, created_by: null })
+      .values({
+        token: `t-${Date.now()}-${Math.random()}`,
+        token_hash: Buffer.from(String(Math.random())),
+        domain: 'x.example',
+        domain_key: `x-${Math.random()}.example`,
+        wid: null,
+        referer: null,
+        created_by: null,
+      })
       .returning('id')
       .executeTakeFirstOrThrow();
     return createIntegration(db, new Cipher(KEY), org.id, { endpoint, httpTimeout });
@@ -115,12 +123,7 @@ describe('webhook dispatch across processes', function () {
       return d.status === 'delivered' ? d : undefined;
     });
     expect(done.attempts_count).to.equal(2);
-    const attempts = await database.handle.db
-      .selectFrom('delivery_attempts')
-      .selectAll()
-      .where('delivery_id', '=', id!)
-      .orderBy('n')
-      .execute();
+    const attempts = await database.handle.db.selectFrom('delivery_attempts').selectAll().where('delivery_id', '=', id!).orderBy('n').execute();
     expect(attempts.map((a) => [a.n, a.status_code, a.error])).to.deep.equal([
       [1, null, LOST_ATTEMPT_ERROR],
       [2, 200, null],
@@ -163,11 +166,7 @@ describe('webhook dispatch across processes', function () {
     expect(received).to.have.length(ids.length);
     expect(new Set(received).size).to.equal(ids.length);
     expect(new Set(received)).to.deep.equal(new Set(expected.map((e) => e.webhook_id)));
-    const attempts = await database.handle.db
-      .selectFrom('deliveries')
-      .select('id')
-      .where('attempts_count', '<>', 1)
-      .execute();
+    const attempts = await database.handle.db.selectFrom('deliveries').select('id').where('attempts_count', '<>', 1).execute();
     expect(attempts).to.deep.equal([]);
   });
 });

@@ -93,8 +93,7 @@ describe('webhook runtime lifecycle', function () {
       invalidated.push(orgId);
       original(orgId);
     };
-    const announce = (orgId: number) =>
-      database.handle.db.transaction().execute((tx) => announceIntegrationChange(tx, orgId));
+    const announce = (orgId: number) => database.handle.db.transaction().execute((tx) => announceIntegrationChange(tx, orgId));
 
     await announce(4141);
     await eventually(async () => (invalidated.includes(4141) ? true : undefined));

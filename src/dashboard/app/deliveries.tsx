@@ -39,9 +39,9 @@ export function Deliveries({ orgId, url }: { orgId: number; url: URL }) {
   );
   const integrations = useAsync(
     () =>
-      call(api.GET('/v1/rest/{platform_name}/integration', { params: { path: { platform_name: platform() }, query: { org_id: orgId, limit: 200 } } })).then(
-        (page) => new Map(page.items.map((i) => [i.id, i])),
-      ),
+      call(
+        api.GET('/v1/rest/{platform_name}/integration', { params: { path: { platform_name: platform() }, query: { org_id: orgId, limit: 200 } } }),
+      ).then((page) => new Map(page.items.map((i) => [i.id, i]))),
     [orgId],
   );
   const troubled = [...(integrations.data?.values() ?? [])].filter((i) => i.health.state === 'paused' || i.health.state === 'disabled');
@@ -99,7 +99,8 @@ export function Deliveries({ orgId, url }: { orgId: number; url: URL }) {
         {(page) =>
           page.items.length === 0 ? (
             <Empty title={status ? `No ${status} deliveries.` : 'No deliveries yet.'}>
-              Deliveries appear when a visitor of this organisation becomes a contact, or a contact does something, and an active integration subscribes to it.
+              Deliveries appear when a visitor of this organisation becomes a contact, or a contact does something, and an active integration
+              subscribes to it.
             </Empty>
           ) : (
             <>
@@ -137,7 +138,9 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
     setBusy(true);
     setError(null);
     try {
-      await call(api.POST('/v1/rest/{platform_name}/deliveries/{delivery_id}/retry', { params: { path: { platform_name: platform(), delivery_id: d.id } } }));
+      await call(
+        api.POST('/v1/rest/{platform_name}/deliveries/{delivery_id}/retry', { params: { path: { platform_name: platform(), delivery_id: d.id } } }),
+      );
       onRetried();
     } catch (err) {
       setError(err as ApiFailure);
@@ -189,7 +192,8 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
           <div class="wide">
             <dt>Waiting</dt>
             <dd>
-              its endpoint is paused{paused.paused_until && Date.parse(paused.paused_until) > Date.now() ? ` until ${timeOfDay(paused.paused_until)}` : ''} after{' '}
+              its endpoint is paused
+              {paused.paused_until && Date.parse(paused.paused_until) > Date.now() ? ` until ${timeOfDay(paused.paused_until)}` : ''} after{' '}
               {paused.consecutive_failures} failed attempts in a row
             </dd>
           </div>
@@ -202,7 +206,14 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
         )}
       </dl>
       <div class="actions">
-        <button type="button" class="secondary" aria-expanded={open} aria-controls={attemptsId} disabled={d.attempts.length === 0} onClick={() => setOpen(!open)}>
+        <button
+          type="button"
+          class="secondary"
+          aria-expanded={open}
+          aria-controls={attemptsId}
+          disabled={d.attempts.length === 0}
+          onClick={() => setOpen(!open)}
+        >
           {open ? 'Hide attempts' : `Show attempts (${d.attempts.length})`}
         </button>
         <button type="button" class="secondary" aria-expanded={showPayload} aria-controls={payloadId} onClick={() => setShowPayload(!showPayload)}>

@@ -20,7 +20,13 @@ export function StateBadges({ integration: i }: { integration: Integration }) {
   );
 }
 
-const lastError = (h: Health) => (h.last_error ? <> Last error: <span class="wrap">{h.last_error}</span>.</> : null);
+const lastError = (h: Health) =>
+  h.last_error ? (
+    <>
+      {' '}
+      Last error: <span class="wrap">{h.last_error}</span>.
+    </>
+  ) : null;
 
 /** What the health means for deliveries; nothing when healthy. */
 export function HealthNote({ health: h, endpoint }: { health: Health; endpoint?: string }) {
@@ -62,9 +68,7 @@ export function HealthNote({ health: h, endpoint }: { health: Health; endpoint?:
       <div class="health warn">
         <p>
           {to}
-          <strong>
-            The last {h.consecutive_failures === 1 ? 'attempt' : `${h.consecutive_failures} attempts`} failed
-          </strong>
+          <strong>The last {h.consecutive_failures === 1 ? 'attempt' : `${h.consecutive_failures} attempts`} failed</strong>
           {h.failing_since ? ` (since ${dateTime(h.failing_since)})` : ''}.{lastError(h)} A few more failures in a row pause deliveries.
         </p>
       </div>

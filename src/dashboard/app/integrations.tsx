@@ -154,8 +154,8 @@ function IntegrationForm({
       </p>
       {hadToken && (
         <label class="check">
-          <input type="checkbox" checked={removeToken} disabled={token.trim() !== ''} onChange={(e) => setRemoveToken(e.currentTarget.checked)} /> Remove the
-          current token
+          <input type="checkbox" checked={removeToken} disabled={token.trim() !== ''} onChange={(e) => setRemoveToken(e.currentTarget.checked)} />{' '}
+          Remove the current token
         </label>
       )}
       <label for={`${prefix}-timeout`}>Timeout (seconds)</label>

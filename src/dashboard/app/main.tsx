@@ -28,7 +28,11 @@ function Page({ url }: { url: URL }) {
     const p = match(pattern, path);
     if (p && /^[1-9][0-9]{0,15}$/.test(p.id!)) {
       const id = Number(p.id);
-      return <OrganisationFrame orgId={id} path={path}>{view(id, p)}</OrganisationFrame>;
+      return (
+        <OrganisationFrame orgId={id} path={path}>
+          {view(id, p)}
+        </OrganisationFrame>
+      );
     }
   }
   return (

@@ -33,12 +33,8 @@ export function OrganisationFrame({ orgId, path, children }: { orgId: number; pa
   return (
     <>
       <p class="crumbs">
-        {isMerchant() ? (
-          'Your organisation'
-        ) : (
-          <Link href={BASE}>Organisations</Link>
-        )}{' '}
-        <span aria-hidden="true">/</span> <span class="wrap">{domain ?? `#${orgId}`}</span>
+        {isMerchant() ? 'Your organisation' : <Link href={BASE}>Organisations</Link>} <span aria-hidden="true">/</span>{' '}
+        <span class="wrap">{domain ?? `#${orgId}`}</span>
       </p>
       <nav class="tabs" aria-label="Organisation">
         {TABS.map(([suffix, label]) => {
@@ -65,8 +61,7 @@ function trackerSnippet(orgId: number): string {
 export function Overview({ orgId }: { orgId: number }) {
   const org = useOrganisation();
   const stats = useAsync(
-    () =>
-      call(api.GET('/v1/rest/{platform_name}/organisations/{org_id}/stats', { params: { path: { platform_name: platform(), org_id: orgId } } })),
+    () => call(api.GET('/v1/rest/{platform_name}/organisations/{org_id}/stats', { params: { path: { platform_name: platform(), org_id: orgId } } })),
     [orgId],
   );
   const snippet = trackerSnippet(org.id);

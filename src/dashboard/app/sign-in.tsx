@@ -77,7 +77,14 @@ export function SignIn({ notice, last, onSignedIn }: Props) {
         {!merchant && (
           <>
             <label for="platform">Platform name</label>
-            <input id="platform" name="platform" required autoComplete="organization" value={platform} onInput={(e) => setPlatform(e.currentTarget.value)} />
+            <input
+              id="platform"
+              name="platform"
+              required
+              autoComplete="organization"
+              value={platform}
+              onInput={(e) => setPlatform(e.currentTarget.value)}
+            />
           </>
         )}
         <label for="email">Email</label>

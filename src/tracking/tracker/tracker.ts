@@ -54,8 +54,7 @@ type Anything = any;
     const ROAMING = '_tw_roam';
     const MINUTE = 60e3;
 
-    const script = (d.currentScript ||
-      d.querySelector('script[data-org-id][src*="/jsv1/tracker.js"]')) as HTMLScriptElement | null;
+    const script = (d.currentScript || d.querySelector('script[data-org-id][src*="/jsv1/tracker.js"]')) as HTMLScriptElement | null;
     const org = (script && script.getAttribute('data-org-id')) || '';
     let base = '';
     try {
