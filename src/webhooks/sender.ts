@@ -66,10 +66,7 @@ const PERMANENT_CODES = new Set([REFUSED_CODE, 'ERR_INVALID_URL', 'ERR_UNSUPPORT
 
 function excerpt(chunks: Buffer[]): string {
   // PostgreSQL text cannot hold NUL
-  // eslint-disable-next-line no-control-regex -- NUL is exactly what PostgreSQL text cannot hold
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .replace(/\u0000/g, '\uFFFD');
+  return Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', '\uFFFD');
 }
 
 export function createSender(opts: SenderOptions): Sender {
