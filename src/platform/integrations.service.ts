@@ -4,6 +4,7 @@
 // one transaction with the outbox (cancel pending deliveries) and the change
 // announcement, and the local targets cache is invalidated after commit.
 import { randomBytes } from 'node:crypto';
+import type { Executor } from '../db/tenancy.ts';
 import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
@@ -110,9 +111,9 @@ export function integrationView(cipher: Cipher, row: IntegrationRow, health: Int
 }
 
 /** Integrations as answered: each with its endpoint's health (one keyed read for all of them). */
-async function withHealth(deps: IntegrationDeps, orgId: number, rows: IntegrationRow[]): Promise<Integration[]> {
+async function withHealth(deps: IntegrationDeps, orgId: number, rows: IntegrationRow[], db: Executor = deps.db): Promise<Integration[]> {
   const health = await readEndpointHealth(
-    deps.db,
+    db,
     orgId,
     rows.map((r) => r.id),
   );
@@ -228,9 +229,18 @@ export async function patchIntegration(
 export async function getIntegration(deps: IntegrationDeps, principal: Principal, rawId: unknown): Promise<Integration> {
   const id = asId(rawId);
   if (id === undefined) throw notFound();
-  const row = await findMemberIntegration(deps.db, principal.userId, id);
-  if (!row) throw notFound();
-  return (await withHealth(deps, row.org_id, [row]))[0]!;
+  // the row and its health from one snapshot: an auto-disable between two reads
+  // would show a disabled endpoint on an integration still active
+  return snapshot(deps, async (tx) => {
+    const row = await findMemberIntegration(tx, principal.userId, id);
+    if (!row) throw notFound();
+    return (await withHealth(deps, row.org_id, [row], tx))[0]!;
+  });
+}
+
+/** Reads that must agree with each other (an integration and its endpoint's health). */
+function snapshot<T>(deps: IntegrationDeps, read: (tx: Executor) => Promise<T>): Promise<T> {
+  return deps.db.transaction().setIsolationLevel('repeatable read').execute(read);
 }
 
 /** Soft delete: gone for every read and write; pending deliveries are cancelled. */
@@ -258,10 +268,12 @@ export async function listIntegrations(
   const limit = pageLimit(query.limit);
   const filters = { org_id: orgId };
   const after = decodeCursor(query.cursor, filters);
-  const rows = await listRows(deps.db, orgId, {
-    afterId: after ? cursorNumber(after, 'id') : undefined,
-    limit: limit + 1,
+  return snapshot(deps, async (tx) => {
+    const rows = await listRows(tx, orgId, {
+      afterId: after ? cursorNumber(after, 'id') : undefined,
+      limit: limit + 1,
+    });
+    const page = toPage(rows, limit, (last) => ({ id: last.id }), filters);
+    return { items: await withHealth(deps, orgId, page.rows, tx), next_cursor: page.next_cursor };
   });
-  const page = toPage(rows, limit, (last) => ({ id: last.id }), filters);
-  return { items: await withHealth(deps, orgId, page.rows), next_cursor: page.next_cursor };
 }

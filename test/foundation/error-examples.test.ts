@@ -165,6 +165,21 @@ describe('documented error examples equal the server’s answers', function () {
         { token: account.token },
       );
     },
+    'registerClientUser 403': async () => {
+      // a self-registered merchant's session asks for the platform-only operation
+      const body = registration();
+      await register(srv, body);
+      const l = await srv.api.post(
+        '/v1/rest/merchant/users/login',
+        { email: body.email, password: body.password },
+        { headers: { 'x-forwarded-for': uniqueIp() } },
+      );
+      return srv.api.post(
+        '/v1/rest/merchant/users/register',
+        { email: `${unique('e')}@merchant.example`, domain: `${unique('d')}.example` },
+        { token: l.body.bearer_token },
+      );
+    },
     'retryDelivery 409': async () => {
       const o = (await newMerchant(srv, account)).organisation.id;
       await newWebhook(srv, account, o);
@@ -306,6 +321,7 @@ describe('documented error examples equal the server’s answers', function () {
       const admin = createDb(database.url, { max: 1, onError: () => {} });
       await admin.db.schema.alterTable('users').renameTo('users_gone').execute();
       await admin.db.schema.alterTable('organisations').renameTo('organisations_gone').execute();
+      await admin.db.schema.alterTable('organisation_tokens').renameTo('organisation_tokens_gone').execute();
       await admin.close();
       await compareAll(
         examples.filter((e) => e.status === 500),

@@ -259,7 +259,11 @@ describe('circuit breaker', function () {
       const again = await eventually(
         async () => {
           const i = await read(hook.id);
-          return i.health.state === 'paused' && Date.parse(i.health.paused_until) > Date.parse(paused.health.paused_until) + 1_500 ? i : undefined;
+          // the probe's failure recorded (while the probe is out, paused_until holds its lease)
+          const probed = i.health.consecutive_failures > paused.health.consecutive_failures;
+          return probed && i.health.state === 'paused' && Date.parse(i.health.paused_until) > Date.parse(paused.health.paused_until) + 1_500
+            ? i
+            : undefined;
         },
         5_000,
         'a longer pause after the failed probe',
