@@ -4,100 +4,38 @@
 // toggle, secret, delete), deliveries (a failed one, its attempts, retry),
 // visitors and one visitor's events, an expired session and sign-out. Every
 // page is photographed at desktop and phone width into
-// test-artifacts/screenshots/dashboard-*.png.
+// test-artifacts/screenshots/dashboard-*.png. The server, data, browser and
+// page helpers they share are in world.ts.
 import { expect } from 'chai';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { loadJwtSecret } from '../../src/platform/secrets.ts';
 import { Tokens } from '../../src/platform/tokens.ts';
-import { type Account, newAccount, newMerchant, newWebhook, PASSWORD, unique } from '../platform/helpers.ts';
-import { launchChromium, screenshot } from '../support/browser.ts';
-import { startTestServer, type TestServer } from '../support/harness.ts';
-import { TestReceiver } from '../support/receiver.ts';
+import { newWebhook, PASSWORD } from '../platform/helpers.ts';
+import { screenshot } from '../support/browser.ts';
+import {
+  account,
+  dashboardWorld,
+  DESKTOP,
+  failingReceiver,
+  fitsWidth,
+  open,
+  org,
+  PHONE,
+  problems,
+  quiet,
+  signIn,
+  srv,
+  testReceiver,
+  visible,
+  visitorA,
+  visitorB,
+} from './world.ts';
 
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 390, height: 844 };
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 describe('dashboard in Chromium', function () {
   this.timeout(60_000);
-  let browser: Browser;
-  let srv: TestServer;
-  let account: Account;
-  let org: { id: number; domain: string; token: string };
-  /** an organisation with no activity, for the empty states */
-  let quiet: { id: number } | undefined;
-  let testReceiver: TestReceiver;
-  let failingReceiver: TestReceiver;
-  // public addresses of known places, as a proxy in front of Trackway reports them (TRUST_PROXY)
-  const visitorA = { core: unique('ca'), roaming: unique('ra'), ip: '193.0.6.139' }; // RIPE NCC, Amsterdam
-  const visitorB = { core: unique('cb'), roaming: unique('rb'), ip: '2001:200::1' }; // WIDE project, Japan
-  const problems: string[] = [];
-
-  async function track(v: typeof visitorA, name: string, body: Record<string, unknown>) {
-    const r = await srv.api.post(`/jsv1/${org.id}/${v.roaming}/${v.core}/null/event/${name}`, body, { headers: { 'x-forwarded-for': v.ip } });
-    expect(r.status, r.text).to.equal(202);
-  }
-
-  /** A context and page that report page errors, CSP violations and requests leaving the server. */
-  async function open(viewport: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport, deviceScaleFactor: 1, isMobile: viewport.width < 500, hasTouch: viewport.width < 500 });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: srv.url });
-    const page = await context.newPage();
-    page.on('pageerror', (e) => problems.push(`page error: ${String(e)}`));
-    page.on('console', (m) => {
-      // refused requests (401 on purpose, 404s) are the app's business; anything else is a problem
-      if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`);
-    });
-    page.on('request', (r) => {
-      if (!r.url().startsWith(srv.url) && !r.url().startsWith('data:')) problems.push(`request leaving the server: ${r.url()}`);
-    });
-    return { context, page };
-  }
-
-  const visible = (l: Locator, timeout = 10_000) => l.waitFor({ state: 'visible', timeout });
-
-  async function fitsWidth(page: Page, width: number, what: string) {
-    const scroll = await page.evaluate(() => document.documentElement.scrollWidth);
-    expect(scroll, `${what}: page width in px`).to.be.at.most(width);
-  }
-
-  async function signIn(page: Page) {
-    await page.goto(`${srv.url}/dashboard`);
-    await page.getByLabel('Platform name').fill(account.platform);
-    await page.getByLabel('Email').fill(account.email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await visible(page.getByRole('heading', { name: 'Organisations' }));
-  }
-
-  before(async function () {
-    browser = await launchChromium(this);
-    srv = await startTestServer(
-      { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '200ms', TRUST_PROXY: 'true' },
-      { dispatcher: true },
-    );
-    account = await newAccount(srv);
-    testReceiver = await TestReceiver.start(() => ({ status: 200, body: '{"ok":true}' }));
-    failingReceiver = await TestReceiver.start(() => ({ status: 500, body: 'receiver is down' }));
-    // 26 older merchants (paging at 25), then the one the flows use, the newest
-    for (let i = 0; i < 26; i++) {
-      const m = await newMerchant(srv, account, { domain: `${unique('older')}.shop.example` });
-      quiet ??= m.organisation;
-    }
-    // the shop's product URLs are under its own domain, so they reach the visitor's recent activity
-    const main = await newMerchant(srv, account, { domain: 'linen.example', organisation_name: "Jane's Linen Shop" });
-    org = main.organisation;
-    await track(visitorA, 'view', { page: 'https://linen.example/' });
-    await track(visitorA, 'productview', { product_id: 11, price: 59.9, product_url: 'https://linen.example/products/linen-shirt' });
-    await track(visitorA, 'updatecart', { product_id: 11, cart_url: 'https://linen.example/cart', cart_value: 59.9, line_items: [] });
-    await track(visitorB, 'view', { page: 'https://linen.example/sale' });
-  });
-  after(async () => {
-    await browser?.close();
-    await testReceiver?.close();
-    await failingReceiver?.close();
-    await srv?.stop();
-  });
+  dashboardWorld();
 
   describe('at desktop width', () => {
     let context: BrowserContext;

@@ -27,6 +27,9 @@ export interface Account {
 
 export const PASSWORD = 'correct horse battery staple';
 
+/** A webhook auth token (32 hex characters) for integrations made by tests. */
+export const WEBHOOK_AUTH_TOKEN = '8c1e4b7d2f9a4e06b3c5d7e9f1a29f3a';
+
 /** A platform account created like the CLI does, logged in through the API. */
 export async function newAccount(srv: TestServer, platform = 'acme'): Promise<Account> {
   const email = `${unique('ops')}@platform.example`;

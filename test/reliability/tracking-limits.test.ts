@@ -6,11 +6,10 @@
 // oversized fields are refused (400), and a busy shop behind one NAT is never
 // refused: over real HTTP for a sale-day burst, and in simulated time (the
 // same limiter code and defaults, a fake clock) for an hour of it.
+// Token bucket and client addresses: token-bucket.test.ts.
 import { expect } from 'chai';
 import { DEFAULT_TRACKING_LIMITS, loadConfig } from '../../src/config.ts';
 import { BODY_LIMITS } from '../../src/http/app.ts';
-import { clientAddressKey } from '../../src/http/client-address.ts';
-import { createRateLimiter, createTokenBucket } from '../../src/http/rate-limit.ts';
 import { type RefusalReason, createTrafficLimits, requestCost } from '../../src/http/traffic-limits.ts';
 import { type Merchant, newAccount, newMerchant, newWebhook } from '../platform/helpers.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
@@ -368,70 +367,5 @@ describe('tracking limits in simulated time (the defaults, the same limiter code
     console.log(
       `      one address sending 32 KiB bodies for an hour: ${perHour.toFixed(2)} GB stored (formerly ~20 GB/h measured from one sequential client)`,
     );
-  });
-});
-
-describe('token bucket and client addresses', () => {
-  it('lets a key burst its budget, then refills evenly, and allows no double budget at a window edge (a fixed window does)', () => {
-    let now = 0;
-    const bucket = createTokenBucket({ limit: 60, windowMs: 60_000, now: () => now });
-    const fixed = createRateLimiter({ limit: 60, windowMs: 60_000, now: () => now });
-    const burst = (l: { hit(k: string): { allowed: boolean } }) => {
-      let ok = 0;
-      for (let i = 0; i < 200; i++) if (l.hit('k').allowed) ok++;
-      return ok;
-    };
-    expect(burst(bucket)).to.equal(60);
-    expect(burst(fixed)).to.equal(60);
-    now = 60_000 - 1; // just before the fixed window ends: nothing new for either ...
-    now = 60_000; // ... and just after it: the fixed window allows a whole new budget, the bucket what refilled
-    expect(burst(fixed)).to.equal(60);
-    expect(burst(bucket)).to.equal(60); // a minute has passed: refilled to the full budget, not more
-    now = 61_000; // a second later: the bucket has refilled one, the fixed window none
-    expect(burst(bucket)).to.equal(1);
-    expect(burst(fixed)).to.equal(0);
-    const d = bucket.hit('k');
-    expect(d).to.deep.include({ allowed: false, retryAfterSeconds: 1 });
-    // a hit costing more than what has refilled waits for it: 10 s later, 10 tokens are back
-    now = 71_000;
-    expect(bucket.hit('k', 20).allowed).to.equal(false);
-    expect(bucket.hit('k', 10).allowed).to.equal(true);
-    expect(bucket.hit('k').allowed).to.equal(false);
-  });
-
-  it('keeps its memory bounded: full buckets are forgotten, at most maxKeys live', () => {
-    let now = 0;
-    const bucket = createTokenBucket({ limit: 10, windowMs: 1000, maxKeys: 100, now: () => now });
-    for (let i = 0; i < 1000; i++) bucket.hit(`k${i}`);
-    expect(bucket.size).to.be.at.most(100);
-    now = 5000;
-    bucket.hit('fresh');
-    expect(bucket.size).to.equal(1);
-  });
-
-  it('counts an IPv6 client by its /64 and an IPv4-mapped address as IPv4', () => {
-    expect(clientAddressKey('203.0.113.7')).to.equal('203.0.113.7');
-    expect(clientAddressKey('::ffff:203.0.113.7')).to.equal('203.0.113.7');
-    expect(clientAddressKey('2001:db8:1:2:aaaa::1')).to.equal('2001:db8:1:2::/64');
-    expect(clientAddressKey('2001:0db8:0001:0002:ffff:ffff:ffff:ffff')).to.equal('2001:db8:1:2::/64');
-    expect(clientAddressKey('2001:db8::7')).to.equal('2001:db8:0:0::/64');
-    expect(clientAddressKey('::1')).to.equal('0:0:0:0::/64');
-    expect(clientAddressKey('fe80::1%eth0')).to.equal('fe80:0:0:0::/64');
-  });
-
-  it('makes every address of one IPv6 /64 share one budget', () => {
-    let now = 0;
-    const refused: RefusalReason[] = [];
-    const limits = createTrafficLimits(
-      'tracking',
-      { ip: { limit: 5, windowMs: 60_000 }, org: undefined, identify: undefined },
-      (r) => refused.push(r),
-      () => now,
-    );
-    for (let i = 0; i < 5; i++) limits.ip(`2001:db8:5:6::${i + 1}`);
-    expect(() => limits.ip('2001:db8:5:6:ffff::1')).to.throw();
-    expect(refused).to.deep.equal(['ip_rate_limited']);
-    limits.ip('2001:db8:5:7::1'); // another /64
-    now += 1;
   });
 });

@@ -189,3 +189,9 @@ export async function reactivate(db: Database, integration: TestIntegration): Pr
 }
 
 export { eventually } from './wait.ts';
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const many = (orgId: number, n: number, tag: string) =>
+  Array.from({ length: n }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(orgId, `${tag}-${i}@example.com`) }));
+/** A retry schedule long enough that no delivery dead-letters while the breaker is exercised. */
+export const SCHEDULE = Array.from({ length: 30 }, () => '100ms').join(',');

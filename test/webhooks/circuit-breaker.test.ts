@@ -1,27 +1,17 @@
-// The circuit breaker and auto-disable (DESIGN.md §6 "Trust"): an
-// endpoint failing N times in a row is paused (the API says so), gets no
-// attempt while paused, keeps every delivery pending with its attempt count,
-// gets one probe after the cool-down (and a longer pause when it fails), and
-// recovers with everything delivered; every dispatcher process shares the
-// state. An endpoint failing for WEBHOOK_DISABLE_AFTER is disabled with the
-// reason shown, its pending deliveries cancelled; activating it again clears it.
+// The circuit breaker (DESIGN.md §6 "Trust"): an endpoint failing N times
+// in a row is paused (the API says so), gets no attempt while paused, keeps
+// every delivery pending with its attempt count, gets one probe after the
+// cool-down (and a longer pause when it fails), and recovers with everything
+// delivered. Shared by two dispatchers: circuit-breaker-shared.test.ts;
+// auto-disable (WEBHOOK_DISABLE_AFTER): auto-disable.test.ts.
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.ts';
-import { createDb } from '../../src/db/database.ts';
-import { createLogger } from '../../src/log.ts';
-import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { DEFAULT_BREAKER, type EndpointOutcome, healthView, summarise } from '../../src/webhooks/circuit-breaker.ts';
 import { completeAttempts } from '../../src/webhooks/outcomes.repository.ts';
 import { longDuration } from '../../src/webhooks/auto-disable.ts';
 import { freshDatabase, startTestServer, type TestDatabase, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { type Tenant, createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const many = (orgId: number, n: number, tag: string) =>
-  Array.from({ length: n }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(orgId, `${tag}-${i}@example.com`) }));
-// long enough that no delivery dead-letters while the breaker is exercised
-const SCHEDULE = Array.from({ length: 30 }, () => '100ms').join(',');
+import { type Tenant, createTenant, enqueue, eventually, many, SCHEDULE, sleep } from '../support/webhook-fixtures.ts';
 
 describe('circuit breaker', function () {
   this.timeout(60_000);
@@ -341,170 +331,6 @@ describe('circuit breaker', function () {
       expect(off.body.integration.health.state).to.equal('paused');
       const on = await srv.api.request('PATCH', path, { body: { active: true }, token: tenant.token });
       expect(on.body.integration.health).to.include({ state: 'healthy', consecutive_failures: 0 });
-    });
-  });
-
-  describe('shared by two dispatchers on one database', () => {
-    let database: TestDatabase;
-    const servers: { running: RunningServer; close(): Promise<void> }[] = [];
-    let r: TestReceiver;
-
-    before(async () => {
-      database = await freshDatabase();
-      r = await TestReceiver.start(() => ({ status: 502 }));
-      const config = loadConfig({
-        PORT: '0',
-        HOST: '127.0.0.1',
-        TRACKWAY_DATA_DIR: `/tmp/trackway-test-data-${process.pid}`,
-        TRACKWAY_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
-        LOG_LEVEL: 'silent',
-        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-        WEBHOOK_RETRY_SCHEDULE: SCHEDULE,
-        GEOIP_DB: 'off',
-      });
-      for (let i = 0; i < 2; i++) {
-        const handle = createDb(database.url, { max: 10, onError: () => {} });
-        const running = await startOnDatabase(config, handle, createLogger('silent'), {
-          dispatcher: true,
-          dispatcherOptions: { breaker: { threshold: 5, cooldownMs: 1_500, maxCooldownMs: 1_500 } },
-        });
-        servers.push({ running, close: async () => (await running.close(), await handle.close()) });
-      }
-    });
-    after(async () => {
-      for (const s of servers) await s.close();
-      await r.close();
-      await database.drop();
-    });
-
-    it('pauses the endpoint for both, and only one of them probes', async () => {
-      const deps = servers[0]!.running.deps;
-      const tenant = await createTenant(deps.db, deps.tokens);
-      const hook = await createIntegration(deps.db, deps.cipher, tenant.orgId, { endpoint: r.url });
-      await enqueue(deps.db, hook, many(tenant.orgId, 40, 'two'));
-      const health = () =>
-        deps.db
-          .selectFrom('webhook_endpoint_health')
-          .selectAll()
-          .where('org_id', '=', tenant.orgId)
-          .where('integration_id', '=', hook.id)
-          .executeTakeFirst();
-      const opened = await eventually(
-        async () => {
-          const h = await health();
-          return h && h.opened_count > 0 ? h : undefined;
-        },
-        10_000,
-        'the breaker to open',
-      );
-      await sleep(300); // attempts both had in flight finish
-      const sent = r.requests.length;
-      await sleep(Math.max(0, opened.paused_until!.getTime() - Date.now() - 300));
-      expect(r.requests.length, 'attempts by either dispatcher while paused').to.equal(sent);
-      // each cool-down lets exactly one probe through, whichever dispatcher takes it
-      await r.waitFor(sent + 1, 5_000);
-      await sleep(1_000);
-      expect(r.requests.length, 'probes after one cool-down').to.equal(sent + 1);
-      const pending = await deps.db
-        .selectFrom('deliveries')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('org_id', '=', tenant.orgId)
-        .where('status', '=', 'pending')
-        .executeTakeFirstOrThrow();
-      expect(Number(pending.n)).to.equal(40);
-    });
-  });
-
-  describe('auto-disable (WEBHOOK_DISABLE_AFTER=2s)', () => {
-    let srv: TestServer;
-    let tenant: Tenant;
-    let r: TestReceiver;
-
-    before(async () => {
-      srv = await startTestServer(
-        { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: SCHEDULE, WEBHOOK_DISABLE_AFTER: '2s' },
-        { dispatcher: true, dispatcherOptions: { breaker: { threshold: 5, cooldownMs: 200, maxCooldownMs: 400 } } },
-      );
-      tenant = await createTenant(srv.deps.db, srv.deps.tokens);
-      r = await TestReceiver.start(() => ({ status: 500, body: 'broken' }));
-    });
-    after(async () => {
-      await r.close();
-      await srv.stop();
-    });
-
-    it('disables an endpoint that failed every attempt for 2 s, with the reason in the API; its pending deliveries are cancelled; activating it clears it', async () => {
-      const base = `/v1/rest/${tenant.platform}/integration`;
-      const created = await srv.api.post(
-        base,
-        { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { endpoint: r.url, do_events: true, do_contacts: true } },
-        { token: tenant.token },
-      );
-      const hook = {
-        id: created.body.integration.id as number,
-        orgId: tenant.orgId,
-        signingSecret: created.body.integration.signing_secret as string,
-      };
-      const ids = await enqueue(srv.deps.db, hook, many(tenant.orgId, 12, 'off'));
-
-      const disabled = await eventually(
-        async () => {
-          const i = (await srv.api.get(`${base}/${hook.id}`, { token: tenant.token })).body;
-          return i.health.state === 'disabled' ? i : undefined;
-        },
-        15_000,
-        'the endpoint to be disabled',
-      );
-      expect(disabled.active).to.equal(false);
-      expect(disabled.health.disabled_reason).to.match(
-        /^Disabled automatically: no delivery succeeded for 2 seconds \(failing since .*\d+ attempts in a row\); last error: HTTP 500\./,
-      );
-      expect(Date.parse(disabled.health.disabled_at) - Date.parse(disabled.health.failing_since)).to.be.at.least(2_000);
-      expect(disabled.health).to.include({ paused_until: null, last_error: 'HTTP 500' });
-      console.log(
-        `      auto-disable figures: disabled ${Date.parse(disabled.health.disabled_at) - Date.parse(disabled.health.failing_since)} ms after its first failure (WEBHOOK_DISABLE_AFTER=2s), after ${disabled.health.consecutive_failures} failed attempts`,
-      );
-
-      // as a deactivation does: nothing pending any more, nothing lost (cancelled, retryable)
-      const list = await srv.api.get(`/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?limit=50`, { token: tenant.token });
-      expect(list.body.items).to.have.length(12);
-      for (const d of list.body.items) expect(d.status).to.equal('cancelled');
-      expect(list.body.items.map((d: { last_error: string }) => d.last_error)).to.include('integration deactivated or deleted');
-      const sent = r.requests.length;
-      await sleep(600);
-      expect(r.requests.length, 'attempts after the disable').to.equal(sent);
-      const metrics = (await srv.api.get('/metrics', { unchecked: true })).text;
-      expect(metrics).to.match(/trackway_webhook_endpoints_disabled_total 1/);
-
-      // the merchant fixes the endpoint and activates the integration again: the state is cleared
-      r.respond(() => ({ status: 200 }));
-      const on = await srv.api.request('PATCH', `${base}/${hook.id}`, { body: { active: true }, token: tenant.token });
-      expect(on.status).to.equal(200);
-      expect(on.body.integration.active).to.equal(true);
-      expect(on.body.integration.health).to.deep.equal({
-        state: 'healthy',
-        consecutive_failures: 0,
-        failing_since: null,
-        last_error: null,
-        paused_until: null,
-        disabled_at: null,
-        disabled_reason: null,
-      });
-      // and what was cancelled can be sent again
-      for (const id of ids) {
-        const retried = await srv.api.post(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
-        expect(retried.status).to.equal(200);
-      }
-      await eventually(
-        async () => {
-          const l = await srv.api.get(`/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?status=delivered&limit=50`, {
-            token: tenant.token,
-          });
-          return l.body.items.length === 12 ? true : undefined;
-        },
-        10_000,
-        'the retried deliveries',
-      );
     });
   });
 });
