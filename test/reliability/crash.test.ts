@@ -27,12 +27,14 @@ for (const workers of [1, 2])
     let receiver: TestReceiver;
     let dataDir: string;
     const children: ChildServer[] = [];
+    // from the moment before the kill, new deliveries are held too (see below)
+    let holdNew = false;
 
     before(async () => {
       database = await freshDatabase();
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-crash-'));
       // the first few deliveries are never answered: attempts are in flight when the server dies
-      receiver = await TestReceiver.start((_req, i) => (i < 4 ? { status: 200, hold: true } : { status: 204, delayMs: i % 7 }));
+      receiver = await TestReceiver.start((_req, i) => (i < 4 || holdNew ? { status: 200, hold: true } : { status: 204, delayMs: i % 7 }));
     });
 
     after(async () => {
@@ -79,8 +81,13 @@ for (const workers of [1, 2])
 
       // mid-run: events are being acknowledged and deliveries are in flight
       await until(() => load.acked >= 400 && receiver.requests.length >= 20, 60_000, 'the load to get going');
+      // an attempt in flight at the kill whatever the machine's pace (the first held ones may have
+      // timed out and been retried by now): hold what arrives from here, kill once one is held
+      holdNew = true;
+      await until(() => receiver.holding > 0, 30_000, 'a delivery in flight');
       first.proc.kill('SIGKILL');
       await first.exited();
+      holdNew = false;
       const ackedAtKill = load.acked;
       const stuck = await db
         .selectFrom('deliveries')
