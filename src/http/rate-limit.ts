@@ -55,13 +55,18 @@ interface Window {
 
 const monotonic = () => performance.now();
 
-export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
+/** The options with their defaults, checked (both limiters take the same ones). */
+function settings(opts: RateLimitOptions): { limit: number; windowMs: number; maxKeys: number; now: () => number } {
   const { limit, windowMs } = opts;
   const maxKeys = opts.maxKeys ?? 100_000;
-  const now = opts.now ?? monotonic;
   if (!Number.isInteger(limit) || limit < 1) throw new RangeError('rate limit: limit must be a whole number ≥ 1');
   if (!(windowMs > 0)) throw new RangeError('rate limit: windowMs must be > 0');
   if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new RangeError('rate limit: maxKeys must be a whole number ≥ 1');
+  return { limit, windowMs, maxKeys, now: opts.now ?? monotonic };
+}
+
+export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
+  const { limit, windowMs, maxKeys, now } = settings(opts);
 
   const windows = new Map<string, Window>();
 
@@ -127,12 +132,7 @@ export interface TokenBucketLimiter {
 }
 
 export function createTokenBucket(opts: RateLimitOptions): TokenBucketLimiter {
-  const { limit, windowMs } = opts;
-  const maxKeys = opts.maxKeys ?? 100_000;
-  const now = opts.now ?? monotonic;
-  if (!Number.isInteger(limit) || limit < 1) throw new RangeError('rate limit: limit must be a whole number ≥ 1');
-  if (!(windowMs > 0)) throw new RangeError('rate limit: windowMs must be > 0');
-  if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new RangeError('rate limit: maxKeys must be a whole number ≥ 1');
+  const { limit, windowMs, maxKeys, now } = settings(opts);
   const interval = windowMs / limit; // ms per token
   const tats = new Map<string, number>();
 
