@@ -36,9 +36,14 @@ export interface TouchedVisitor {
  */
 export const VISITOR_TOUCH_SECONDS = 60;
 
-/** The condition under which ON CONFLICT rewrites an existing visitor (the rest are only locked). */
+/**
+ * The condition under which ON CONFLICT rewrites an existing visitor (the rest
+ * are only locked). The age is a difference of two timestamps compared with an
+ * interval: `timestamptz - timestamptz` is immutable where `timestamptz -
+ * interval` is not, and Citus refuses non-immutable functions in ON CONFLICT.
+ */
 const WORTH_A_WRITE_SQL = `
-    WHERE v.last_seen < EXCLUDED.last_seen - interval '${VISITOR_TOUCH_SECONDS} seconds'
+    WHERE EXCLUDED.last_seen - v.last_seen > interval '${VISITOR_TOUCH_SECONDS} seconds'
       OR v.roaming_id IS DISTINCT FROM EXCLUDED.roaming_id
       OR (EXCLUDED.user_agent IS NOT NULL AND v.user_agent IS DISTINCT FROM EXCLUDED.user_agent)
       OR (EXCLUDED.location IS NOT NULL AND v.location IS DISTINCT FROM EXCLUDED.location)
