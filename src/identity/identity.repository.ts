@@ -36,13 +36,36 @@ export interface TouchedVisitor {
  */
 export const VISITOR_TOUCH_SECONDS = 60;
 
+/**
+ * Whether a stored visitor (`stored`) must be rewritten for an incoming touch
+ * (`incoming`): something about it changed or its last_seen is stale.
+ */
+export function worthAWrite(stored: string, incoming: string): string {
+  const [v, x] = [stored, incoming];
+  return `${v}.last_seen < ${x}.last_seen - interval '${VISITOR_TOUCH_SECONDS} seconds'
+      OR ${v}.roaming_id IS DISTINCT FROM ${x}.roaming_id
+      OR (${x}.user_agent IS NOT NULL AND ${v}.user_agent IS DISTINCT FROM ${x}.user_agent)
+      OR (${x}.location IS NOT NULL AND ${v}.location IS DISTINCT FROM ${x}.location)
+      OR (${x}.corex_id IS NOT NULL AND ${v}.corex_id IS DISTINCT FROM ${x}.corex_id)`;
+}
+
 /** The condition under which ON CONFLICT rewrites an existing visitor (the rest are only locked). */
 const WORTH_A_WRITE_SQL = `
-    WHERE v.last_seen < EXCLUDED.last_seen - interval '${VISITOR_TOUCH_SECONDS} seconds'
-      OR v.roaming_id IS DISTINCT FROM EXCLUDED.roaming_id
-      OR (EXCLUDED.user_agent IS NOT NULL AND v.user_agent IS DISTINCT FROM EXCLUDED.user_agent)
-      OR (EXCLUDED.location IS NOT NULL AND v.location IS DISTINCT FROM EXCLUDED.location)
-      OR (EXCLUDED.corex_id IS NOT NULL AND v.corex_id IS DISTINCT FROM EXCLUDED.corex_id)`;
+    WHERE ${worthAWrite('v', 'EXCLUDED')}`;
+
+/** A visitor touch as it travels in a batch statement's jsonb parameter (jsonb_to_recordset with VISITOR_COLUMNS). */
+export function visitorTouchJson(r: VisitorTouch) {
+  return {
+    org_id: r.orgId,
+    core_id: r.coreId,
+    roaming_id: r.roamingId,
+    corex_id: r.corexId,
+    first_seen: r.firstSeen,
+    last_seen: r.lastSeen,
+    user_agent: r.userAgent,
+    location: r.location,
+  };
+}
 
 /**
  * Creates or refreshes visitors, one row per (org_id, core_id) (callers
@@ -58,18 +81,7 @@ const WORTH_A_WRITE_SQL = `
 export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promise<TouchedVisitor[]> {
   if (rows.length === 0) return [];
   // all rows travel as one jsonb parameter: one statement text whatever the batch size
-  const data = JSON.stringify(
-    rows.map((r) => ({
-      org_id: r.orgId,
-      core_id: r.coreId,
-      roaming_id: r.roamingId,
-      corex_id: r.corexId,
-      first_seen: r.firstSeen,
-      last_seen: r.lastSeen,
-      user_agent: r.userAgent,
-      location: r.location,
-    })),
-  );
+  const data = JSON.stringify(rows.map(visitorTouchJson));
   // The old corex_id (read from the pre-statement rows, which `before` also
   // locks) only matters when a row brings a corex_id; most batches bring none
   // and use the cheaper statement.

@@ -65,8 +65,15 @@ export interface LinkedContact {
 
 const key = (orgId: number, coreId: string) => `${orgId}\u0000${coreId}`;
 
+/**
+ * The events recordEvent keeps something of (the profile, the product
+ * catalogue). A batch of other events without a corex_id needs nothing of
+ * identity but its visitors touched (src/tracking/plain-batch.ts).
+ */
+export const EVENTS_RECORDED = new Set(['productview', 'updatecart', 'checkout', 'buy']);
+
 /** One touch per visitor: earliest first_seen, latest everything else. */
-function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
+export function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
   const byKey = new Map<string, VisitorTouch>();
   for (const it of items) {
     const k = key(it.orgId, it.coreId);
@@ -148,6 +155,7 @@ export class Stitching {
     const person = this.personOfVisitor(it.orgId, it.coreId);
     const body = it.body;
     const allowed = (url: unknown): url is string => typeof url === 'string' && it.policy.allowsUrl(url);
+    if (!EVENTS_RECORDED.has(it.name)) return;
     if (it.name === 'productview') {
       const url = body.product_url;
       if (allowed(url)) {

@@ -2,21 +2,35 @@
 // and stitches the batch's visitors, the events are inserted together, then
 // each item in arrival order updates its person's profile (events) or links
 // contacts (identifies), and webhooks turns it into the deliveries it causes
-// (the transactional outbox). This module only orchestrates: identity owns
+// (the transactional outbox). A plain batch (src/tracking/plain-batch.ts:
+// events that need no person and cause no delivery) is one statement instead.
+// This module only orchestrates: identity owns
 // visitors, persons and contacts, webhooks owns fan-out.
+import type { Database } from '../db/database.ts';
 import type { Tx } from '../db/tenancy.ts';
 import { Stitching } from '../identity/stitching.service.ts';
 import { FanOut } from '../webhooks/fan-out.service.ts';
 import type { TargetCache } from '../webhooks/targets.ts';
 import { insertEvents } from './events.repository.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
+import { isPlainBatch, storePlainBatch } from './plain-batch.ts';
 
 /** What a batch needs besides its transaction. */
 export interface BatchDeps {
   targets: TargetCache;
 }
 
-export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[]): Promise<void> {
+/** Stores a batch: a plain one as one statement, any other in one transaction. */
+export async function storeBatch(deps: BatchDeps, db: Database, items: IngestItem[]): Promise<void> {
+  const fanOut = await FanOut.forOrganisations(
+    deps.targets,
+    items.map((it) => it.orgId),
+  );
+  if (isPlainBatch(items, (orgId) => fanOut.exportsEvents(orgId))) return storePlainBatch(db, items);
+  await db.transaction().execute((tx) => processBatch(deps, tx, items, fanOut));
+}
+
+export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[], targets?: FanOut): Promise<void> {
   const people = new Stitching(tx);
   await people.touchVisitors(items);
 
@@ -36,10 +50,12 @@ export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[])
   );
   const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
 
-  const fanOut = await FanOut.forOrganisations(
-    deps.targets,
-    items.map((it) => it.orgId),
-  );
+  const fanOut =
+    targets ??
+    (await FanOut.forOrganisations(
+      deps.targets,
+      items.map((it) => it.orgId),
+    ));
   for (const it of items) {
     if (it.kind === 'event') {
       const person = people.personOfVisitor(it.orgId, it.coreId);
