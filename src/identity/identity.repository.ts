@@ -1,6 +1,6 @@
 // Visitors, persons (stitched visitors), contacts and the product URL
 // catalogue. Every statement is scoped by org_id first.
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { Location, RecentView } from '../db/schema.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
@@ -81,9 +81,15 @@ export function visitorTouchJson(r: VisitorTouch) {
  * but ON CONFLICT has locked them: a second statement reads them, with a
  * snapshot taken after every change committed before the lock, so their
  * person_id is the current one (a merge in a concurrent batch included).
+ *
+ * `alongside`, when given, is another data-modifying statement of the batch
+ * (its events insert) that the upsert carries as a CTE: one round trip for both.
  */
-export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promise<TouchedVisitor[]> {
-  if (rows.length === 0) return [];
+export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongside?: RawBuilder<unknown>): Promise<TouchedVisitor[]> {
+  if (rows.length === 0) {
+    if (alongside) await sql`${alongside}`.execute(tx);
+    return [];
+  }
   // all rows travel as one jsonb parameter: one statement text whatever the batch size
   const data = JSON.stringify(rows.map(visitorTouchJson));
   const withCorex = rows.some((r) => r.corexId !== null);
@@ -91,7 +97,9 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promis
   // a batch with a forced touch writes all its visitors (identifies are few beside events)
   const WORTH_A_WRITE = sql.raw(rows.some((r) => r.force) ? '' : WORTH_A_WRITE_SQL);
   const COREX = sql.raw(withCorex ? 'corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),' : '');
-  const { rows: written } = await sql<Omit<TouchedVisitor, 'old_corex_id'>>`${sql.raw(PREPARE)}
+  const { rows: written } = await sql<
+    Omit<TouchedVisitor, 'old_corex_id'>
+  >`${sql.raw(PREPARE)}${alongside ? sql`WITH alongside AS (${alongside})` : sql``}
     INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
       org_id bigint, core_id text, roaming_id text, corex_id text,

@@ -10,6 +10,7 @@
 // product catalogue; under identity_verification `required` persons are
 // joined only through verified contacts (no corex_id stitching: the browser
 // alone sets corex_id, the hash does not cover it).
+import type { RawBuilder } from 'kysely';
 import type { Location, RecentView } from '../db/schema.ts';
 import type { Executor } from '../db/tenancy.ts';
 import {
@@ -122,9 +123,10 @@ export class Stitching {
   /**
    * Upserts every visitor of the batch and joins the visitors that share a
    * non-null corex_id into one person (not under `required`: see above).
+   * `alongside` (the batch's events insert) travels in the same statement.
    */
-  async touchVisitors(items: readonly Sighting[]): Promise<void> {
-    const touched = await upsertVisitors(this.tx, visitorTouches(items));
+  async touchVisitors(items: readonly Sighting[], alongside?: RawBuilder<unknown>): Promise<void> {
+    const touched = await upsertVisitors(this.tx, visitorTouches(items), alongside);
     for (const v of touched) {
       this.personOf.set(key(v.org_id, v.core_id), v.person_id);
       this.corexOf.set(key(v.org_id, v.core_id), v.corex_id);

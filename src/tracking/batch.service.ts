@@ -11,7 +11,7 @@ import type { Tx } from '../db/tenancy.ts';
 import { Stitching } from '../identity/stitching.service.ts';
 import { FanOut } from '../webhooks/fan-out.service.ts';
 import type { TargetCache } from '../webhooks/targets.ts';
-import { insertEvents } from './events.repository.ts';
+import { eventsInsert, insertEvents } from './events.repository.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from './plain-batch.ts';
 
@@ -31,31 +31,30 @@ export async function storeBatch(deps: BatchDeps, db: Database, items: IngestIte
 }
 
 export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[], targets?: FanOut): Promise<void> {
-  const people = new Stitching(tx);
-  await people.touchVisitors(items);
-
-  const events = items.filter((it): it is EventItem => it.kind === 'event');
-  // the ids in the order given: event exports carry them
-  const eventIds = await insertEvents(
-    tx,
-    events.map((it) => ({
-      orgId: it.orgId,
-      receivedAt: it.receivedAt,
-      name: it.name,
-      coreId: it.coreId,
-      roamingId: it.roamingId,
-      corexId: it.corexId,
-      body: it.body,
-    })),
-  );
-  const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
-
   const fanOut =
     targets ??
     (await FanOut.forOrganisations(
       deps.targets,
       items.map((it) => it.orgId),
     ));
+  const events = items.filter((it): it is EventItem => it.kind === 'event');
+  const rows = events.map((it) => ({
+    orgId: it.orgId,
+    receivedAt: it.receivedAt,
+    name: it.name,
+    coreId: it.coreId,
+    roamingId: it.roamingId,
+    corexId: it.corexId,
+    body: it.body,
+  }));
+  // event exports carry the ids (in the order given): then the events are a statement of their own;
+  // otherwise they travel with the visitors upsert (one round trip less)
+  const exporting = events.some((it) => fanOut.exportsEvents(it.orgId));
+  const people = new Stitching(tx);
+  await people.touchVisitors(items, exporting || rows.length === 0 ? undefined : eventsInsert(rows));
+  const eventIds = exporting ? await insertEvents(tx, rows) : [];
+  const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
+
   for (const it of items) {
     if (it.kind === 'event') {
       const person = people.personOfVisitor(it.orgId, it.coreId);

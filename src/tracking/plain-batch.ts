@@ -18,6 +18,7 @@ import { sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
 import { visitorTouchJson, worthAWrite } from '../identity/identity.repository.ts';
 import { EVENTS_RECORDED, visitorTouches } from '../identity/stitching.service.ts';
+import { eventsInsert } from './events.repository.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
 
 /** Whether the batch is plain (see above); `exportsEvents` answers for each organisation of the batch. */
@@ -29,17 +30,6 @@ export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId
 export async function storePlainBatch(db: Database, items: readonly EventItem[]): Promise<void> {
   if (items.length === 0) return;
   const visitors = JSON.stringify(visitorTouches(items).map(visitorTouchJson));
-  const events = JSON.stringify(
-    items.map((r) => ({
-      org_id: r.orgId,
-      received_at: r.receivedAt,
-      name: r.name,
-      core_id: r.coreId,
-      roaming_id: r.roamingId,
-      corex_id: r.corexId,
-      body: r.body,
-    })),
-  );
   // the batch's organisations named as a parameter: under Citus the read of stored visitors goes to their shards only
   const orgIds = [...new Set(items.map((r) => r.orgId))];
   await sql`${sql.raw(PREPARE)}
@@ -62,11 +52,7 @@ export async function storePlainBatch(db: Database, items: readonly EventItem[])
         location = COALESCE(EXCLUDED.location, v.location)
       WHERE ${sql.raw(worthAWrite('v', 'EXCLUDED'))}
     ),
-    stored AS (
-      INSERT INTO events (org_id, received_at, name, core_id, roaming_id, corex_id, body)
-      SELECT * FROM jsonb_to_recordset(${events}::jsonb) AS r(
-        org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb)
-    )
+    stored AS (${eventsInsert(items)})
     SELECT 1
   `.execute(db);
 }
