@@ -40,11 +40,16 @@ export async function storePlainBatch(db: Database, items: readonly EventItem[])
     ),
     touched AS (
       INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)
-      SELECT i.org_id, i.core_id, i.roaming_id, i.corex_id, i.first_seen, i.last_seen, i.user_agent, i.location FROM incoming i
-      WHERE NOT EXISTS (
-        SELECT 1 FROM visitors s
+      SELECT i.org_id, i.core_id, i.roaming_id, i.corex_id, i.first_seen, i.last_seen, i.user_agent, i.location
+      FROM incoming i
+      -- LIMIT keeps the lookup a per-row index probe (a NOT EXISTS anti-join may seq-scan visitors)
+      LEFT JOIN LATERAL (
+        SELECT NOT (${sql.raw(worthAWrite('s', 'i'))}) AS fresh
+        FROM visitors s
         WHERE s.org_id = ANY(${orgIds}::bigint[]) AND s.org_id = i.org_id AND s.core_id = i.core_id
-          AND NOT (${sql.raw(worthAWrite('s', 'i'))}))
+        LIMIT 1
+      ) s ON true
+      WHERE s.fresh IS NOT TRUE
       ON CONFLICT (org_id, core_id) DO UPDATE SET
         roaming_id = EXCLUDED.roaming_id,
         last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
