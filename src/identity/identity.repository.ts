@@ -1,6 +1,6 @@
 // Visitors, persons (stitched visitors), contacts and the product URL
 // catalogue. Every statement is scoped by org_id first.
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { Location, RecentView } from '../db/schema.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
@@ -37,17 +37,38 @@ export interface TouchedVisitor {
 export const VISITOR_TOUCH_SECONDS = 60;
 
 /**
- * The condition under which ON CONFLICT rewrites an existing visitor (the rest
- * are only locked). The age is a difference of two timestamps compared with an
- * interval: `timestamptz - timestamptz` is immutable where `timestamptz -
- * interval` is not, and Citus refuses non-immutable functions in ON CONFLICT.
+ * Whether a stored visitor (`stored`) must be rewritten for an incoming touch
+ * (`incoming`): something about it changed or its last_seen is stale. The age
+ * is a difference of two timestamps compared with an interval: `timestamptz -
+ * timestamptz` is immutable where `timestamptz - interval` is not, and Citus
+ * refuses non-immutable functions in ON CONFLICT.
  */
+export function worthAWrite(stored: string, incoming: string): string {
+  const [v, x] = [stored, incoming];
+  return `${x}.last_seen - ${v}.last_seen > interval '${VISITOR_TOUCH_SECONDS} seconds'
+      OR ${v}.roaming_id IS DISTINCT FROM ${x}.roaming_id
+      OR (${x}.user_agent IS NOT NULL AND ${v}.user_agent IS DISTINCT FROM ${x}.user_agent)
+      OR (${x}.location IS NOT NULL AND ${v}.location IS DISTINCT FROM ${x}.location)
+      OR (${x}.corex_id IS NOT NULL AND ${v}.corex_id IS DISTINCT FROM ${x}.corex_id)`;
+}
+
+/** The condition under which ON CONFLICT rewrites an existing visitor (the rest are only locked). */
 const WORTH_A_WRITE_SQL = `
-    WHERE EXCLUDED.last_seen - v.last_seen > interval '${VISITOR_TOUCH_SECONDS} seconds'
-      OR v.roaming_id IS DISTINCT FROM EXCLUDED.roaming_id
-      OR (EXCLUDED.user_agent IS NOT NULL AND v.user_agent IS DISTINCT FROM EXCLUDED.user_agent)
-      OR (EXCLUDED.location IS NOT NULL AND v.location IS DISTINCT FROM EXCLUDED.location)
-      OR (EXCLUDED.corex_id IS NOT NULL AND v.corex_id IS DISTINCT FROM EXCLUDED.corex_id)`;
+    WHERE ${worthAWrite('v', 'EXCLUDED')}`;
+
+/** A visitor touch as it travels in a batch statement's jsonb parameter (jsonb_to_recordset with VISITOR_COLUMNS). */
+export function visitorTouchJson(r: VisitorTouch) {
+  return {
+    org_id: r.orgId,
+    core_id: r.coreId,
+    roaming_id: r.roamingId,
+    corex_id: r.corexId,
+    first_seen: r.firstSeen,
+    last_seen: r.lastSeen,
+    user_agent: r.userAgent,
+    location: r.location,
+  };
+}
 
 /**
  * Creates or refreshes visitors, one row per (org_id, core_id) (callers
@@ -63,28 +84,25 @@ const WORTH_A_WRITE_SQL = `
  * but ON CONFLICT has locked them: a second statement reads them, with a
  * snapshot taken after every change committed before the lock, so their
  * person_id is the current one (a merge in a concurrent batch included).
+ *
+ * `alongside`, when given, is another data-modifying statement of the batch
+ * (its events insert) that the upsert carries as a CTE: one round trip for both.
  */
-export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promise<TouchedVisitor[]> {
-  if (rows.length === 0) return [];
+export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongside?: RawBuilder<unknown>): Promise<TouchedVisitor[]> {
+  if (rows.length === 0) {
+    if (alongside) await sql`${alongside}`.execute(tx);
+    return [];
+  }
   // all rows travel as one jsonb parameter: one statement text whatever the batch size
-  const data = JSON.stringify(
-    rows.map((r) => ({
-      org_id: r.orgId,
-      core_id: r.coreId,
-      roaming_id: r.roamingId,
-      corex_id: r.corexId,
-      first_seen: r.firstSeen,
-      last_seen: r.lastSeen,
-      user_agent: r.userAgent,
-      location: r.location,
-    })),
-  );
+  const data = JSON.stringify(rows.map(visitorTouchJson));
   const withCorex = rows.some((r) => r.corexId !== null);
   const before = withCorex ? await lockCorexIds(tx, rows) : null;
   // a batch with a forced touch writes all its visitors (identifies are few beside events)
   const WORTH_A_WRITE = sql.raw(rows.some((r) => r.force) ? '' : WORTH_A_WRITE_SQL);
   const COREX = sql.raw(withCorex ? 'corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),' : '');
-  const { rows: written } = await sql<Omit<TouchedVisitor, 'old_corex_id'>>`${sql.raw(PREPARE)}
+  const { rows: written } = await sql<
+    Omit<TouchedVisitor, 'old_corex_id'>
+  >`${sql.raw(PREPARE)}${alongside ? sql`WITH alongside AS (${alongside})` : sql``}
     INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
       org_id bigint, core_id text, roaming_id text, corex_id text,

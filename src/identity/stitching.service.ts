@@ -10,6 +10,7 @@
 // product catalogue; under identity_verification `required` persons are
 // joined only through verified contacts (no corex_id stitching: the browser
 // alone sets corex_id, the hash does not cover it).
+import type { RawBuilder } from 'kysely';
 import type { Location, RecentView } from '../db/schema.ts';
 import type { Executor } from '../db/tenancy.ts';
 import {
@@ -65,8 +66,15 @@ export interface LinkedContact {
 
 const key = (orgId: number, coreId: string) => `${orgId}\u0000${coreId}`;
 
+/**
+ * The events recordEvent keeps something of (the profile, the product
+ * catalogue). A batch of other events without a corex_id needs nothing of
+ * identity but its visitors touched (src/tracking/plain-batch.ts).
+ */
+export const EVENTS_RECORDED = new Set(['productview', 'updatecart', 'checkout', 'buy']);
+
 /** One touch per visitor: earliest first_seen, latest everything else. */
-function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
+export function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
   const byKey = new Map<string, VisitorTouch>();
   for (const it of items) {
     const k = key(it.orgId, it.coreId);
@@ -115,9 +123,10 @@ export class Stitching {
   /**
    * Upserts every visitor of the batch and joins the visitors that share a
    * non-null corex_id into one person (not under `required`: see above).
+   * `alongside` (the batch's events insert) travels in the same statement.
    */
-  async touchVisitors(items: readonly Sighting[]): Promise<void> {
-    const touched = await upsertVisitors(this.tx, visitorTouches(items));
+  async touchVisitors(items: readonly Sighting[], alongside?: RawBuilder<unknown>): Promise<void> {
+    const touched = await upsertVisitors(this.tx, visitorTouches(items), alongside);
     for (const v of touched) {
       this.personOf.set(key(v.org_id, v.core_id), v.person_id);
       this.corexOf.set(key(v.org_id, v.core_id), v.corex_id);
@@ -148,6 +157,7 @@ export class Stitching {
     const person = this.personOfVisitor(it.orgId, it.coreId);
     const body = it.body;
     const allowed = (url: unknown): url is string => typeof url === 'string' && it.policy.allowsUrl(url);
+    if (!EVENTS_RECORDED.has(it.name)) return;
     if (it.name === 'productview') {
       const url = body.product_url;
       if (allowed(url)) {

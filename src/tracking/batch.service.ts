@@ -2,44 +2,59 @@
 // and stitches the batch's visitors, the events are inserted together, then
 // each item in arrival order updates its person's profile (events) or links
 // contacts (identifies), and webhooks turns it into the deliveries it causes
-// (the transactional outbox). This module only orchestrates: identity owns
+// (the transactional outbox). A plain batch (src/tracking/plain-batch.ts:
+// events that need no person and cause no delivery) is one statement instead.
+// This module only orchestrates: identity owns
 // visitors, persons and contacts, webhooks owns fan-out.
+import type { Database } from '../db/database.ts';
 import type { Tx } from '../db/tenancy.ts';
 import { Stitching } from '../identity/stitching.service.ts';
 import { FanOut } from '../webhooks/fan-out.service.ts';
 import type { TargetCache } from '../webhooks/targets.ts';
-import { insertEvents } from './events.repository.ts';
+import { eventsInsert, insertEvents } from './events.repository.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
+import { isPlainBatch, storePlainBatch } from './plain-batch.ts';
 
 /** What a batch needs besides its transaction. */
 export interface BatchDeps {
   targets: TargetCache;
 }
 
-export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[]): Promise<void> {
-  const people = new Stitching(tx);
-  await people.touchVisitors(items);
-
-  const events = items.filter((it): it is EventItem => it.kind === 'event');
-  // the ids in the order given: event exports carry them
-  const eventIds = await insertEvents(
-    tx,
-    events.map((it) => ({
-      orgId: it.orgId,
-      receivedAt: it.receivedAt,
-      name: it.name,
-      coreId: it.coreId,
-      roamingId: it.roamingId,
-      corexId: it.corexId,
-      body: it.body,
-    })),
-  );
-  const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
-
+/** Stores a batch: a plain one as one statement, any other in one transaction. */
+export async function storeBatch(deps: BatchDeps, db: Database, items: IngestItem[]): Promise<void> {
   const fanOut = await FanOut.forOrganisations(
     deps.targets,
     items.map((it) => it.orgId),
   );
+  if (isPlainBatch(items, (orgId) => fanOut.exportsEvents(orgId))) return storePlainBatch(db, items);
+  await db.transaction().execute((tx) => processBatch(deps, tx, items, fanOut));
+}
+
+export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[], targets?: FanOut): Promise<void> {
+  const fanOut =
+    targets ??
+    (await FanOut.forOrganisations(
+      deps.targets,
+      items.map((it) => it.orgId),
+    ));
+  const events = items.filter((it): it is EventItem => it.kind === 'event');
+  const rows = events.map((it) => ({
+    orgId: it.orgId,
+    receivedAt: it.receivedAt,
+    name: it.name,
+    coreId: it.coreId,
+    roamingId: it.roamingId,
+    corexId: it.corexId,
+    body: it.body,
+  }));
+  // event exports carry the ids (in the order given): then the events are a statement of their own;
+  // otherwise they travel with the visitors upsert (one round trip less)
+  const exporting = events.some((it) => fanOut.exportsEvents(it.orgId));
+  const people = new Stitching(tx);
+  await people.touchVisitors(items, exporting || rows.length === 0 ? undefined : eventsInsert(rows));
+  const eventIds = exporting ? await insertEvents(tx, rows) : [];
+  const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
+
   for (const it of items) {
     if (it.kind === 'event') {
       const person = people.personOfVisitor(it.orgId, it.coreId);

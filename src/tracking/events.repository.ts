@@ -1,6 +1,6 @@
 // The events table (monthly partitions by received_at): written in batches,
 // read newest first by organisation, optionally by visitor and name.
-import { type Transaction, sql } from 'kysely';
+import { type RawBuilder, type Transaction, sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
 import { orgScoped } from '../db/tenancy.ts';
@@ -15,11 +15,9 @@ export interface NewEvent {
   body: Record<string, unknown>;
 }
 
-/** Inserts the events; returns their ids, in the order of `rows` (webhook exports carry them). */
-export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promise<number[]> {
-  if (rows.length === 0) return [];
-  // one jsonb parameter for the whole batch: the bodies are serialised once, here
-  const data = JSON.stringify(
+/** The events as one jsonb parameter: the bodies are serialised once, here. */
+function eventsJson(rows: readonly NewEvent[]): string {
+  return JSON.stringify(
     rows.map((r) => ({
       org_id: r.orgId,
       received_at: r.receivedAt,
@@ -30,6 +28,22 @@ export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promi
       body: r.body,
     })),
   );
+}
+
+/**
+ * The insert of the events, as a data-modifying CTE body for another batch
+ * statement to carry (one round trip less) when their ids are not needed.
+ */
+export function eventsInsert(rows: readonly NewEvent[]): RawBuilder<unknown> {
+  return sql`INSERT INTO events (org_id, received_at, name, core_id, roaming_id, corex_id, body)
+      SELECT * FROM jsonb_to_recordset(${eventsJson(rows)}::jsonb) AS r(
+        org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb)`;
+}
+
+/** Inserts the events; returns their ids, in the order of `rows` (webhook exports carry them). */
+export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promise<number[]> {
+  if (rows.length === 0) return [];
+  const data = eventsJson(rows);
   // ids are drawn in the CTE (nextval makes it materialise once), so they can
   // be returned in the input's order, which INSERT ... RETURNING does not promise
   const { rows: ids } = await sql<{ id: string }>`${sql.raw(PREPARE)}

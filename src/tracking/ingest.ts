@@ -1,6 +1,6 @@
 // The ingest path: one function takes an identify or an event and resolves
 // when it is durable. Behind it, group commit: concurrent submissions are
-// written in one transaction per batch, each caller answered after its batch
+// written in one transaction (or one statement) per batch, each caller answered after its batch
 // commits. A batch that fails is retried item by item, so one bad item fails
 // only itself.
 import client from 'prom-client';
@@ -8,7 +8,7 @@ import type { Database } from '../db/database.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { Logger } from '../log.ts';
 import { isUnavailable, trackingError } from '../http/errors.ts';
-import { type BatchDeps, processBatch } from './batch.service.ts';
+import { type BatchDeps, storeBatch } from './batch.service.ts';
 import { maintainEventPartitions } from './partitions.ts';
 import type { IngestItem } from './ingest.types.ts';
 
@@ -81,7 +81,7 @@ export function createIngestor(deps: IngestDeps, opts: IngestOptions = {}): Inge
     for (let attempt = 1; ; attempt++) {
       try {
         const stop = commitSeconds.startTimer();
-        await deps.db.transaction().execute((tx) => processBatch(deps, tx, items));
+        await storeBatch(deps, deps.db, items);
         stop();
         batchSize.observe(items.length);
         return;
