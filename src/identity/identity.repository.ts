@@ -200,6 +200,74 @@ export async function identifyContacts(
   return rows.sort((a, b) => order.get(`${a.type}:${a.value}`)! - order.get(`${b.type}:${b.value}`)!);
 }
 
+/** An identify of a batch sent together with others (its visitor and contacts meet no other identify of the batch). */
+export interface IdentifyRow {
+  coreId: string;
+  person: number;
+  contacts: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[];
+  name: string | null;
+}
+
+/**
+ * identifyContacts for many identifies of one organisation in one statement:
+ * no two of them share a visitor or a contact (the caller checks), so each
+ * row's outcome is what its own statement would have given. Contacts are
+ * inserted (and locked) in (type, value) order, a stable order across
+ * concurrent batches. Returns each identify's contacts in its claim's order.
+ */
+export async function identifyContactsTogether(
+  tx: Executor,
+  orgId: number,
+  rows: IdentifyRow[],
+): Promise<Map<string, (IdentifiedContact & { created: boolean })[]>> {
+  const input = JSON.stringify(
+    rows.flatMap((r) => r.contacts.map((c) => ({ core_id: r.coreId, person_id: r.person, type: c.type, value: c.value, verified: c.verified }))),
+  );
+  const names = JSON.stringify(rows.filter((r) => r.name !== null).map((r) => ({ core_id: r.coreId, name: r.name })));
+  const { rows: out } = await sql<IdentifiedContact & { core_id: string; created: boolean }>`${sql.raw(PREPARE)}
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(core_id text, person_id bigint, type text, value text, verified boolean)
+    ),
+    c AS (
+      INSERT INTO contacts AS k (org_id, type, value, person_id)
+      SELECT ${orgId}::bigint, type, value, person_id FROM input ORDER BY type, value
+      ON CONFLICT (org_id, type, value) DO UPDATE SET person_id = k.person_id
+      RETURNING k.id, k.type, k.value, k.person_id, (xmax = 0) AS created
+    ),
+    l AS (
+      INSERT INTO visitor_contacts AS vc (org_id, core_id, contact_id, verified)
+      SELECT ${orgId}::bigint, i.core_id, c.id, i.verified
+      FROM c JOIN input i ON i.type = c.type AND i.value = c.value
+      ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
+      WHERE EXCLUDED.verified AND NOT vc.verified
+      RETURNING vc.core_id, vc.contact_id, (xmax = 0) AS inserted
+    ),
+    named AS (
+      UPDATE visitors AS v SET name = n.name
+      FROM jsonb_to_recordset(${names}::jsonb) AS n(core_id text, name text)
+      WHERE v.org_id = ${orgId}::bigint AND v.core_id = n.core_id
+      RETURNING 1
+    )
+    SELECT i.core_id, c.id, c.type, c.value, c.person_id, c.created,
+      EXISTS (SELECT 1 FROM l WHERE l.core_id = i.core_id AND l.contact_id = c.id AND l.inserted) AS linked,
+      i.verified
+    FROM c JOIN input i ON i.type = c.type AND i.value = c.value
+  `.execute(tx);
+  const byVisitor = new Map<string, (IdentifiedContact & { created: boolean })[]>();
+  for (const { core_id, ...contact } of out) {
+    const list = byVisitor.get(core_id);
+    if (list) list.push(contact);
+    else byVisitor.set(core_id, [contact]);
+  }
+  // the claim's order (EMAIL before PHONE, as identifyContacts returns them)
+  for (const r of rows) {
+    if (r.contacts.length < 2) continue;
+    const order = new Map(r.contacts.map((c, i) => [`${c.type}:${c.value}`, i]));
+    byVisitor.get(r.coreId)?.sort((a, b) => order.get(`${a.type}:${a.value}`)! - order.get(`${b.type}:${b.value}`)!);
+  }
+  return byVisitor;
+}
+
 export async function contactsOfPerson(tx: Executor, orgId: number, person: number) {
   return orgScoped(tx, orgId).selectFrom('contacts').select(['type', 'value']).where('person_id', '=', person).orderBy('id').execute();
 }

@@ -35,6 +35,8 @@ export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[])
     })),
   );
   const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
+  // the identifies that meet no other identify of the batch, written together (the loop below keeps the order's effects)
+  await people.identifyTogether(items);
 
   const fanOut = await FanOut.forOrganisations(
     deps.targets,
