@@ -189,6 +189,7 @@ export async function identifyContacts(
     named AS (
       UPDATE visitors SET name = ${name}::text
       WHERE org_id = ${orgId}::bigint AND core_id = ${coreId}::text AND ${name}::text IS NOT NULL
+        AND name IS DISTINCT FROM ${name}::text
       RETURNING 1
     )
     SELECT c.id, c.type, c.value, c.person_id,
@@ -245,7 +246,7 @@ export async function identifyContactsTogether(
     named AS (
       UPDATE visitors AS v SET name = n.name
       FROM jsonb_to_recordset(${names}::jsonb) AS n(core_id text, name text)
-      WHERE v.org_id = ${orgId}::bigint AND v.core_id = n.core_id
+      WHERE v.org_id = ${orgId}::bigint AND v.core_id = n.core_id AND v.name IS DISTINCT FROM n.name
       RETURNING 1
     )
     SELECT i.core_id, c.id, c.type, c.value, c.person_id, c.created,
