@@ -16,6 +16,8 @@ export interface VisitorTouch {
   location: Location | null;
   /** written even when fresh and unchanged (an identify: the visitor list shows it as the latest activity) */
   force?: boolean;
+  /** the name the batch's last identify with one gave (identifies force the write); absent or null: kept as it is */
+  name?: string | null;
 }
 
 export interface TouchedVisitor {
@@ -42,7 +44,8 @@ const WORTH_A_WRITE_SQL = `
       OR v.roaming_id IS DISTINCT FROM EXCLUDED.roaming_id
       OR (EXCLUDED.user_agent IS NOT NULL AND v.user_agent IS DISTINCT FROM EXCLUDED.user_agent)
       OR (EXCLUDED.location IS NOT NULL AND v.location IS DISTINCT FROM EXCLUDED.location)
-      OR (EXCLUDED.corex_id IS NOT NULL AND v.corex_id IS DISTINCT FROM EXCLUDED.corex_id)`;
+      OR (EXCLUDED.corex_id IS NOT NULL AND v.corex_id IS DISTINCT FROM EXCLUDED.corex_id)
+      OR (EXCLUDED.name IS NOT NULL AND v.name IS DISTINCT FROM EXCLUDED.name)`;
 
 /**
  * Creates or refreshes visitors, one row per (org_id, core_id) (callers
@@ -68,6 +71,7 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promis
       last_seen: r.lastSeen,
       user_agent: r.userAgent,
       location: r.location,
+      name: r.name ?? null,
     })),
   );
   // The old corex_id (read from the pre-statement rows, which `before` also
@@ -81,36 +85,38 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promis
     WITH incoming AS (
       SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
         org_id bigint, core_id text, roaming_id text, corex_id text,
-        first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb)
+        first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
     ),
     before AS (
       SELECT v.org_id, v.core_id, v.corex_id
       FROM visitors v JOIN incoming i ON i.org_id = v.org_id AND i.core_id = v.core_id
       FOR UPDATE OF v
     )
-    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)
-    SELECT org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location FROM incoming
+    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
+    SELECT org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name FROM incoming
     ON CONFLICT (org_id, core_id) DO UPDATE SET
       roaming_id = EXCLUDED.roaming_id,
       corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),
       last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
       user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
-      location = COALESCE(EXCLUDED.location, v.location)
+      location = COALESCE(EXCLUDED.location, v.location),
+      name = COALESCE(EXCLUDED.name, v.name)
     ${WORTH_A_WRITE}
     RETURNING v.org_id, v.core_id, v.person_id, v.corex_id,
       (SELECT b.corex_id FROM before b WHERE b.org_id = v.org_id AND b.core_id = v.core_id) AS old_corex_id,
       (xmax = 0) AS inserted
   `.execute(tx)
     : await sql<TouchedVisitor>`${sql.raw(PREPARE)}
-    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)
+    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
       org_id bigint, core_id text, roaming_id text, corex_id text,
-      first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb)
+      first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
     ON CONFLICT (org_id, core_id) DO UPDATE SET
       roaming_id = EXCLUDED.roaming_id,
       last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
       user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
-      location = COALESCE(EXCLUDED.location, v.location)
+      location = COALESCE(EXCLUDED.location, v.location),
+      name = COALESCE(EXCLUDED.name, v.name)
     ${WORTH_A_WRITE}
     RETURNING v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, (xmax = 0) AS inserted
   `.execute(tx);
@@ -155,8 +161,10 @@ export interface IdentifiedContact {
 
 /**
  * One identify, in one statement: the contacts (created for `person` when
- * new), the visitor's links to them (a verified one upgrades an existing
- * unverified link, which does not count as new), and the name it gave.
+ * new) and the visitor's links to them (a verified one upgrades an existing
+ * unverified link, which does not count as new). The name it gave went with
+ * the batch's visitor upsert (VisitorTouch.name): nothing in the batch reads
+ * it, and one write of the visitor row costs less than two.
  */
 export async function identifyContacts(
   tx: Executor,
@@ -164,7 +172,6 @@ export async function identifyContacts(
   coreId: string,
   person: number,
   contacts: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[],
-  name: string | null,
 ): Promise<IdentifiedContact[]> {
   const input = JSON.stringify(contacts.map((c, ord) => ({ ...c, ord })));
   // contacts: DO UPDATE (a no-op) rather than DO NOTHING so an existing row is returned and locked
@@ -185,12 +192,6 @@ export async function identifyContacts(
       ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
       WHERE EXCLUDED.verified AND NOT vc.verified
       RETURNING vc.contact_id, (xmax = 0) AS inserted
-    ),
-    named AS (
-      UPDATE visitors SET name = ${name}::text
-      WHERE org_id = ${orgId}::bigint AND core_id = ${coreId}::text AND ${name}::text IS NOT NULL
-        AND name IS DISTINCT FROM ${name}::text
-      RETURNING 1
     )
     SELECT c.id, c.type, c.value, c.person_id,
       EXISTS (SELECT 1 FROM l WHERE l.contact_id = c.id AND l.inserted) AS linked,
@@ -206,7 +207,6 @@ export interface IdentifyRow {
   coreId: string;
   person: number;
   contacts: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[];
-  name: string | null;
 }
 
 /**
@@ -224,7 +224,6 @@ export async function identifyContactsTogether(
   const input = JSON.stringify(
     rows.flatMap((r) => r.contacts.map((c) => ({ core_id: r.coreId, person_id: r.person, type: c.type, value: c.value, verified: c.verified }))),
   );
-  const names = JSON.stringify(rows.filter((r) => r.name !== null).map((r) => ({ core_id: r.coreId, name: r.name })));
   const { rows: out } = await sql<IdentifiedContact & { core_id: string; created: boolean }>`${sql.raw(PREPARE)}
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(core_id text, person_id bigint, type text, value text, verified boolean)
@@ -242,12 +241,6 @@ export async function identifyContactsTogether(
       ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
       WHERE EXCLUDED.verified AND NOT vc.verified
       RETURNING vc.core_id, vc.contact_id, (xmax = 0) AS inserted
-    ),
-    named AS (
-      UPDATE visitors AS v SET name = n.name
-      FROM jsonb_to_recordset(${names}::jsonb) AS n(core_id text, name text)
-      WHERE v.org_id = ${orgId}::bigint AND v.core_id = n.core_id AND v.name IS DISTINCT FROM n.name
-      RETURNING 1
     )
     SELECT i.core_id, c.id, c.type, c.value, c.person_id, c.created,
       EXISTS (SELECT 1 FROM l WHERE l.core_id = i.core_id AND l.contact_id = c.id AND l.inserted) AS linked,

@@ -41,7 +41,7 @@ export type Sighting = {
   userAgent: string | null;
   location: Location | null;
   policy: { identityVerification: 'optional' | 'required' };
-} & ({ kind: 'event'; corexId: string | null } | { kind: 'identify' });
+} & ({ kind: 'event'; corexId: string | null } | { kind: 'identify'; claim: { name: string | null } });
 
 /** An event, as far as the profile and the catalogue care. */
 export interface ProfileEvent {
@@ -53,7 +53,7 @@ export interface ProfileEvent {
   policy: { allowsUrl(url: string): boolean };
 }
 
-/** An identify: the contacts and name to link to the visitor's person. */
+/** An identify: the contacts to link to the visitor's person. */
 export interface Identification {
   orgId: number;
   coreId: string;
@@ -74,6 +74,8 @@ function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
   for (const it of items) {
     const k = key(it.orgId, it.coreId);
     const corexId = it.kind === 'event' ? it.corexId : null;
+    // the visitor's name: the last one an identify of the batch gave, as identifies one by one would leave it
+    const name = it.kind === 'identify' ? it.claim.name : null;
     const prev = byKey.get(k);
     if (!prev) {
       byKey.set(k, {
@@ -86,6 +88,7 @@ function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
         userAgent: it.userAgent,
         location: it.location,
         force: it.kind === 'identify',
+        name,
       });
       continue;
     }
@@ -95,6 +98,7 @@ function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
     prev.lastSeen = it.receivedAt > prev.lastSeen ? it.receivedAt : prev.lastSeen;
     prev.userAgent = it.userAgent ?? prev.userAgent;
     prev.location = it.location ?? prev.location;
+    prev.name = name ?? prev.name;
   }
   // a stable lock order across concurrent batches
   return [...byKey.values()].sort((a, b) => a.orgId - b.orgId || (a.coreId < b.coreId ? -1 : a.coreId > b.coreId ? 1 : 0));
@@ -172,22 +176,24 @@ export class Stitching {
   }
 
   /**
-   * Links an identify's contacts and name to the visitor's person; a contact
-   * already known makes its person and this one one. Returns the person and
-   * the contacts newly linked (a link that only became verified is not new).
+   * Links an identify's contacts to the visitor's person (its name went with
+   * touchVisitors); a contact already known makes its person and this one
+   * one. Returns the person and the contacts newly linked (a link that only
+   * became verified is not new).
    */
   async identify(it: Identification): Promise<{ person: number; linked: LinkedContact[] }> {
     let person = this.personOfVisitor(it.orgId, it.coreId);
-    const { contacts, name } = it.claim;
+    const { contacts } = it.claim;
     const linked: LinkedContact[] = [];
-    if (contacts.length === 0 && name === null) return { person, linked };
+    // the name went with the visitor upsert (touchVisitors)
+    if (contacts.length === 0) return { person, linked };
     const k = key(it.orgId, it.coreId);
     let rows = this.written.get(k);
     if (rows) {
       this.written.delete(k);
       const hidden = this.pending.get(it.orgId);
       for (const c of rows) hidden?.delete(`${c.type}:${c.value}`);
-    } else rows = await identifyContacts(this.tx, it.orgId, it.coreId, person, contacts, name);
+    } else rows = await identifyContacts(this.tx, it.orgId, it.coreId, person, contacts);
     for (const contact of rows) {
       // a contact already known belongs to another person: the two are one from now on
       if (this.find(contact.person_id) !== person) person = await this.merge(it.orgId, contact.person_id, person);
@@ -220,13 +226,13 @@ export class Stitching {
     }
     const byOrg = new Map<number, IdentifyRow[]>();
     for (const it of identifies) {
-      const { contacts, name } = it.claim;
-      if (contacts.length === 0 && name === null) continue;
+      const { contacts } = it.claim;
+      if (contacts.length === 0) continue;
       if (seen.get(`v${key(it.orgId, it.coreId)}`) !== 1) continue;
       if (contacts.some((c) => seen.get(`c${key(it.orgId, `${c.type}:${c.value}`)}`) !== 1)) continue;
       let rows = byOrg.get(it.orgId);
       if (!rows) byOrg.set(it.orgId, (rows = []));
-      rows.push({ coreId: it.coreId, person: this.personOfVisitor(it.orgId, it.coreId), contacts, name });
+      rows.push({ coreId: it.coreId, person: this.personOfVisitor(it.orgId, it.coreId), contacts });
     }
     for (const [orgId, rows] of byOrg) {
       if (rows.length < 2) continue;
@@ -235,8 +241,6 @@ export class Stitching {
         this.written.set(key(orgId, coreId), contacts);
         for (const c of contacts) if (c.created) hidden.add(`${c.type}:${c.value}`);
       }
-      // name-only identifies return no contacts: nothing left for identify() to write
-      for (const r of rows) if (r.contacts.length === 0) this.written.set(key(orgId, r.coreId), []);
       this.pending.set(orgId, hidden);
     }
   }

@@ -135,7 +135,7 @@ describe('identity: identifies written together give what one by one gives', () 
       { visitor: 'v5', event: 'view' },
       { visitor: 'v6', identify: { name: 'Six' } },
       // one visitor twice: one by one
-      { visitor: 'v8', identify: { email: 'x@example.com' } },
+      { visitor: 'v8', identify: { email: 'x@example.com', name: 'Eight' } },
       { visitor: 'v8', identify: { email: 'y@example.com' } },
       { visitor: 'v2', event: 'productview', product: 2 },
     ];
@@ -143,7 +143,7 @@ describe('identity: identifies written together give what one by one gives', () 
     const alone = await shop();
     for (const s of [together, alone]) for (const it of items(s, run, before)) await batch([it]);
 
-    // v1, v2, v3, v6, v7 in one statement; v4, v5 and v8 (twice) one each
+    // v1, v2, v3, v7 in one statement; v4, v5 and v8 (twice) one each; v6 (a name only) none
     expect(await contactInserts(() => batch(items(together, run, steps)))).to.equal(5);
     for (const it of items(alone, run, steps)) await batch([it]);
 
@@ -153,6 +153,8 @@ describe('identity: identifies written together give what one by one gives', () 
     expect(got.persons).to.deep.include([`${run}-k`, `${run}-v3`]);
     expect(got.persons).to.deep.include([`${run}-v4`, `${run}-v5`]);
     expect(got.names).to.deep.include([`${run}-v6`, 'Six']);
+    // a later identify without a name keeps the name an earlier one gave
+    expect(got.names).to.deep.include([`${run}-v8`, 'Eight']);
     const exports = got.deliveries.filter(([kind]) => kind === 'event').map(([, b]) => b as { contact: string; visitor: { core_id: string } });
     expect(exports.filter((b) => b.visitor.core_id === `${run}-v7`).map((b) => b.contact)).to.deep.equal(['c@example.com']);
     const matched = got.deliveries.filter(([kind]) => kind === 'matched').map(([, b]) => b as { contact: string; last_view?: string[] });
