@@ -60,6 +60,8 @@ export interface Config {
   webhookLeaseMarginMs: number;
   /** WEBHOOK_DISPATCH_SLOT=k/N: this dispatcher claims only organisations whose id modulo N is k */
   webhookDispatchSlot: { index: number; count: number } | undefined;
+  /** WEBHOOK_DISPATCH_WORKERS: how many of `serve --workers N`'s workers run a dispatcher (workers 1..k; default 1); undefined = every worker */
+  webhookDispatchWorkers: number | undefined;
   logLevel: string;
   /** failed logins allowed per (email, client address) in a window; undefined = off */
   loginRateLimit: RateLimit | undefined;
@@ -120,6 +122,14 @@ function bool(env: Env, name: string, def: boolean): boolean {
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
   throw new ConfigError(`${name}: "${raw}" is not a boolean (true/false)`);
+}
+
+function dispatchWorkers(raw: string | undefined): number | undefined {
+  if (raw === undefined) return 1;
+  if (/^all$/i.test(raw)) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 64)
+    throw new ConfigError(`WEBHOOK_DISPATCH_WORKERS: "${raw}" is not a whole number from 1 to 64 (or all)`);
+  return Number(raw);
 }
 
 function dispatchSlot(raw: string | undefined): Config['webhookDispatchSlot'] {
@@ -275,6 +285,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetrySchedule: schedule,
     webhookLeaseMarginMs: parseDuration('WEBHOOK_LEASE_MARGIN', str(env, 'WEBHOOK_LEASE_MARGIN') ?? '30s'),
     webhookDispatchSlot: dispatchSlot(str(env, 'WEBHOOK_DISPATCH_SLOT')),
+    webhookDispatchWorkers: dispatchWorkers(str(env, 'WEBHOOK_DISPATCH_WORKERS')),
     logLevel,
     loginRateLimit,
     // LOGIN_RATE_LIMIT=off turns both login limits off unless this one is set

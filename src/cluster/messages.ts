@@ -14,7 +14,7 @@ export interface StartMessage {
   worker: number;
   databaseUrl: string;
   poolSize: number;
-  /** the webhook dispatcher runs here (worker 1 unless --no-dispatcher) */
+  /** a webhook dispatcher runs here (workers 1..WEBHOOK_DISPATCH_WORKERS, default worker 1, unless --no-dispatcher) */
   dispatcher: boolean;
   /** the periodic jobs run here: partition maintenance, the webhook backlog counter (worker 1) */
   jobs: boolean;

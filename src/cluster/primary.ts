@@ -34,7 +34,7 @@ const STABLE_MS = 30_000;
 const STOP_TIMEOUT_MS = 30_000;
 
 interface Slot {
-  /** 1..N: worker 1 runs the dispatcher and the periodic jobs; a restarted worker keeps its number */
+  /** 1..N: workers 1..WEBHOOK_DISPATCH_WORKERS (default 1) run a dispatcher, worker 1 the periodic jobs; a restarted worker keeps its number */
   n: number;
   worker: Worker | undefined;
   ready: boolean;
@@ -84,6 +84,7 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
   }
   const where = location.embedded ? `embedded PostgreSQL in ${config.dataDir}` : 'DATABASE_URL';
 
+  const dispatchers = opts.dispatcher ? Math.min(workers, config.webhookDispatchWorkers ?? workers) : 0;
   const slots: Slot[] = Array.from({ length: workers }, (_, i) => ({
     n: i + 1,
     worker: undefined,
@@ -119,7 +120,8 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
           worker: slot.n,
           databaseUrl: location.url,
           poolSize,
-          dispatcher: opts.dispatcher && slot.n === 1,
+          // concurrent dispatchers are safe: a claim is a lease (claims.repository.ts)
+          dispatcher: opts.dispatcher && slot.n <= dispatchers,
           jobs: slot.n === 1,
         };
         worker.send(start);
@@ -207,6 +209,11 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
   phase = 'serving';
   const pids = slots.map((s) => s.worker?.process.pid);
   log.info({ listen: listenAddress(config), url: bannerBase(config), database: where, workers, pids, pool: poolSize }, 'Trackway is up');
-  const roles = opts.dispatcher ? 'the webhook dispatcher and the periodic jobs' : 'the periodic jobs';
-  printBanner(config, where, [`  Workers     ${workers} (pids ${pids.join(', ')}); worker 1 also runs ${roles}`]);
+  const roles =
+    dispatchers === 0
+      ? 'worker 1 also runs the periodic jobs'
+      : dispatchers === 1
+        ? 'worker 1 also runs the webhook dispatcher and the periodic jobs'
+        : `${dispatchers === workers ? 'every worker' : `workers 1–${dispatchers}`} also run${dispatchers === workers ? 's' : ''} a webhook dispatcher, worker 1 the periodic jobs`;
+  printBanner(config, where, [`  Workers     ${workers} (pids ${pids.join(', ')}); ${roles}`]);
 }

@@ -38,9 +38,14 @@ export interface TouchedVisitor {
  */
 export const VISITOR_TOUCH_SECONDS = 60;
 
-/** The condition under which ON CONFLICT rewrites an existing visitor (the rest are only locked). */
+/**
+ * The condition under which ON CONFLICT rewrites an existing visitor (the rest
+ * are only locked). The age is a difference of two timestamps compared with an
+ * interval: `timestamptz - timestamptz` is immutable where `timestamptz -
+ * interval` is not, and Citus refuses non-immutable functions in ON CONFLICT.
+ */
 const WORTH_A_WRITE_SQL = `
-    WHERE v.last_seen < EXCLUDED.last_seen - interval '${VISITOR_TOUCH_SECONDS} seconds'
+    WHERE EXCLUDED.last_seen - v.last_seen > interval '${VISITOR_TOUCH_SECONDS} seconds'
       OR v.roaming_id IS DISTINCT FROM EXCLUDED.roaming_id
       OR (EXCLUDED.user_agent IS NOT NULL AND v.user_agent IS DISTINCT FROM EXCLUDED.user_agent)
       OR (EXCLUDED.location IS NOT NULL AND v.location IS DISTINCT FROM EXCLUDED.location)
@@ -50,8 +55,12 @@ const WORTH_A_WRITE_SQL = `
 /**
  * Creates or refreshes visitors, one row per (org_id, core_id) (callers
  * dedupe), and reports each one's person and whether its corex_id changed.
- * The `before` CTE reads the pre-statement rows (and locks them), which is how
- * the old corex_id is known without a second round trip.
+ *
+ * When a row brings a corex_id, the old one matters (a change stitches): the
+ * batch's existing visitors are first locked and read, one statement per
+ * organisation (`org_id = $1`: under Citus a locking read must reach one
+ * shard, and rows taken from a parameter do not say which). Most batches
+ * bring none and skip it.
  *
  * Visitors that need no write (WORTH_A_WRITE_SQL) are not returned by the upsert,
  * but ON CONFLICT has locked them: a second statement reads them, with a
@@ -74,56 +83,35 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promis
       name: r.name ?? null,
     })),
   );
-  // The old corex_id (read from the pre-statement rows, which `before` also
-  // locks) only matters when a row brings a corex_id; most batches bring none
-  // and use the cheaper statement.
   const withCorex = rows.some((r) => r.corexId !== null);
+  const before = withCorex ? await lockCorexIds(tx, rows) : null;
   // a batch with a forced touch writes all its visitors (identifies are few beside events)
   const WORTH_A_WRITE = sql.raw(rows.some((r) => r.force) ? '' : WORTH_A_WRITE_SQL);
-  const { rows: out } = withCorex
-    ? await sql<TouchedVisitor>`${sql.raw(PREPARE)}
-    WITH incoming AS (
-      SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
-        org_id bigint, core_id text, roaming_id text, corex_id text,
-        first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
-    ),
-    before AS (
-      SELECT v.org_id, v.core_id, v.corex_id
-      FROM visitors v JOIN incoming i ON i.org_id = v.org_id AND i.core_id = v.core_id
-      FOR UPDATE OF v
-    )
-    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
-    SELECT org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name FROM incoming
-    ON CONFLICT (org_id, core_id) DO UPDATE SET
-      roaming_id = EXCLUDED.roaming_id,
-      corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),
-      last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
-      user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
-      location = COALESCE(EXCLUDED.location, v.location),
-      name = COALESCE(EXCLUDED.name, v.name)
-    ${WORTH_A_WRITE}
-    RETURNING v.org_id, v.core_id, v.person_id, v.corex_id,
-      (SELECT b.corex_id FROM before b WHERE b.org_id = v.org_id AND b.core_id = v.core_id) AS old_corex_id,
-      (xmax = 0) AS inserted
-  `.execute(tx)
-    : await sql<TouchedVisitor>`${sql.raw(PREPARE)}
+  const COREX = sql.raw(withCorex ? 'corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),' : '');
+  const { rows: written } = await sql<Omit<TouchedVisitor, 'old_corex_id'>>`${sql.raw(PREPARE)}
     INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
       org_id bigint, core_id text, roaming_id text, corex_id text,
       first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
     ON CONFLICT (org_id, core_id) DO UPDATE SET
       roaming_id = EXCLUDED.roaming_id,
+      ${COREX}
       last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
       user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
       location = COALESCE(EXCLUDED.location, v.location),
       name = COALESCE(EXCLUDED.name, v.name)
     ${WORTH_A_WRITE}
-    RETURNING v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, (xmax = 0) AS inserted
+    RETURNING v.org_id, v.core_id, v.person_id, v.corex_id, (xmax = 0) AS inserted
   `.execute(tx);
+  // without a corex_id in the batch no row's corex_id moved: the old one is the current one
+  const out: TouchedVisitor[] = written.map((r) => ({
+    ...r,
+    old_corex_id: before ? (before.get(visitorKey(r.org_id, r.core_id)) ?? null) : r.corex_id,
+  }));
   if (out.length === rows.length) return out;
   // the visitors left as they were: locked above, read now (unchanged, so old_corex_id = corex_id)
-  const written = new Set(out.map((r) => `${r.org_id}\u0000${r.core_id}`));
-  const rest = JSON.stringify(rows.filter((r) => !written.has(`${r.orgId}\u0000${r.coreId}`)).map((r) => ({ org_id: r.orgId, core_id: r.coreId })));
+  const seen = new Set(out.map((r) => visitorKey(r.org_id, r.core_id)));
+  const rest = JSON.stringify(rows.filter((r) => !seen.has(visitorKey(r.orgId, r.coreId))).map((r) => ({ org_id: r.orgId, core_id: r.coreId })));
   // the batch's organisations named as a parameter: under Citus the read goes to their shards only
   const orgIds = [...new Set(rows.map((r) => r.orgId))];
   const { rows: kept } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
@@ -133,6 +121,28 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[]): Promis
     WHERE v.org_id = ANY(${orgIds}::bigint[])
   `.execute(tx);
   return [...out, ...kept];
+}
+
+function visitorKey(orgId: number | string, coreId: string): string {
+  return `${orgId}\u0000${coreId}`;
+}
+
+/** Locks the rows' existing visitors and reads their corex_id, one statement per organisation. */
+async function lockCorexIds(tx: Executor, rows: VisitorTouch[]): Promise<Map<string, string | null>> {
+  const byOrg = new Map<number, string[]>();
+  for (const r of rows) {
+    const coreIds = byOrg.get(r.orgId) ?? [];
+    coreIds.push(r.coreId);
+    byOrg.set(r.orgId, coreIds);
+  }
+  const before = new Map<string, string | null>();
+  for (const [orgId, coreIds] of byOrg) {
+    const { rows: locked } = await sql<{ core_id: string; corex_id: string | null }>`${sql.raw(PREPARE)}
+      SELECT core_id, corex_id FROM visitors WHERE org_id = ${orgId} AND core_id = ANY(${coreIds}::text[]) FOR UPDATE
+    `.execute(tx);
+    for (const v of locked) before.set(visitorKey(orgId, v.core_id), v.corex_id);
+  }
+  return before;
 }
 
 /** Persons (other than `person`) that have a visitor with this corex_id. */

@@ -27,6 +27,10 @@ describe('config', () => {
       perOrganisation: 256,
       global: 1024,
     });
+    // one dispatcher per host unless more workers are asked to dispatch
+    expect(c.webhookDispatchWorkers).to.equal(1);
+    expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: '2' }).webhookDispatchWorkers).to.equal(2);
+    expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: 'all' }).webhookDispatchWorkers).to.equal(undefined);
   });
 
   const bad: [Record<string, string>, RegExp][] = [
@@ -48,6 +52,7 @@ describe('config', () => {
     [{ METRICS_TOKEN: 'short' }, /^METRICS_TOKEN: must be at least 16/],
     [{ WEBHOOK_CONCURRENCY: '0' }, /^WEBHOOK_CONCURRENCY: 0 is outside 1..1024$/],
     [{ WEBHOOK_CONCURRENCY: '200' }, /^WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE$/],
+    [{ WEBHOOK_DISPATCH_WORKERS: '0' }, /^WEBHOOK_DISPATCH_WORKERS: "0" is not a whole number from 1 to 64 \(or all\)$/],
     [{ WEBHOOK_ORGANISATION_SHARE: '600' }, /^WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY$/],
   ];
   for (const [env, message] of bad) {

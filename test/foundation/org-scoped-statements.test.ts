@@ -40,6 +40,37 @@ export function namesOrganisation(text: string, tables: string[]): boolean {
   return tables.every((t) => (TENANT.get(t) === 'id' ? idParam : orgParam || insertsWithOrg));
 }
 
+/**
+ * A locking read (FOR UPDATE/SHARE) must name one organisation (`org_id = $n`):
+ * Citus runs it only on one shard, and refuses it over rows that come from a
+ * parameter or a join spanning organisations.
+ */
+export function locksOneOrganisation(text: string): boolean {
+  if (!/\bfor\s+(no\s+key\s+)?(update|share)\b/i.test(text)) return true;
+  return /\borg_id"?\s*=\s*\$\d+/i.test(text) && !/\borg_id"?\s*(in\b|=\s*any)/i.test(text);
+}
+
+/** What is not IMMUTABLE in PostgreSQL and so refused by Citus where the shard computes it. */
+const NOT_IMMUTABLE =
+  /\b(now|clock_timestamp|statement_timestamp|transaction_timestamp|timeofday|random|to_char|date_trunc|make_interval|nextval)\s*\(|\b(current_timestamp|current_date|localtimestamp)\b|[-+]\s*(interval\b|\$\d+\s*::\s*interval)/i;
+
+/**
+ * The parts of a write that Citus sends to the shards to compute (ON CONFLICT,
+ * UPDATE … SET, RETURNING) use only immutable functions: times come as
+ * parameters, an age is `timestamptz - timestamptz` compared with an interval.
+ * Returns the offending part, or null.
+ */
+export function nonImmutableInWrite(text: string): string | null {
+  const parts: string[] = [];
+  const onConflict = /\bon\s+conflict\b([\s\S]*?)(\breturning\b|$)/i.exec(text);
+  if (onConflict) parts.push(onConflict[1]!);
+  const set = /^\s*(\/\*[^*]*\*\/\s*)*update\b[\s\S]*?\bset\b([\s\S]*?)(\bfrom\b|\bwhere\b|\breturning\b|$)/i.exec(text);
+  if (set) parts.push(set[2]!);
+  const returning = /\breturning\b([\s\S]*)$/i.exec(text);
+  if (returning && /^\s*(\/\*[^*]*\*\/\s*)*(with\b[\s\S]*?)?(insert|update|delete)\b/i.test(text)) parts.push(returning[1]!);
+  return parts.find((p) => NOT_IMMUTABLE.test(p)) ?? null;
+}
+
 describe('hot-path statements are scoped by organisation (no Citus needed)', function () {
   this.timeout(60_000);
   let srv: TestServer;
@@ -78,6 +109,11 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     expect(view.status, view.text).to.equal(202);
     const cart = await srv.api.post(path('updatecart'), { product_id: 7, cart_url: `https://${domain}/cart` });
     expect(cart.status, cart.text).to.equal(202);
+    // a second device of the same person (a corex_id): the batch locks the visitors it may stitch
+    const phone = await srv.api.post(`/jsv1/${org}/${v.roaming}/${unique('c')}/${v.core}-x/event/view`, { page: `https://${domain}/` });
+    expect(phone.status, phone.text).to.equal(202);
+    const again = await srv.api.post(`/jsv1/${org}/${v.roaming}/${v.core}/${v.core}-x/event/view`, { page: `https://${domain}/` });
+    expect(again.status, again.text).to.equal(202);
     const id = await srv.api.get(`/jsv1/identify/${org}/${v.roaming}/${v.core}/${b64url({ email: `${v.core}@example.com` })}`);
     expect(id.status, id.text).to.equal(200);
     // delivered by the dispatcher, then its outcome recorded (no poll of ours: it would be recorded too)
@@ -87,6 +123,10 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
 
     const statements = seen.map((s) => s.text);
     const touched = new Set(statements.flatMap(tenantTablesOf));
+    expect(
+      statements.some((s) => /for\s+update/i.test(s) && tenantTablesOf(s).includes('visitors')),
+      'no batch locked visitors',
+    ).to.equal(true);
     for (const t of ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts']) {
       expect([...touched], `no statement touched ${t}: the test drove nothing`).to.include(t);
     }
@@ -95,6 +135,41 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
       return tables.length > 0 && !s.includes(ALL_ORGANISATIONS) && !namesOrganisation(s, tables);
     });
     expect(unscoped.map((s) => s.replace(/\s+/g, ' ').slice(0, 300))).to.deep.equal([]);
+    const tenant = statements.filter((s) => tenantTablesOf(s).length > 0);
+    const wideLocks = tenant.filter((s) => !locksOneOrganisation(s));
+    expect(
+      wideLocks.map((s) => s.replace(/\s+/g, ' ').slice(0, 300)),
+      'locking reads over more than one organisation',
+    ).to.deep.equal([]);
+    const computedOnShards = tenant.filter((s) => nonImmutableInWrite(s) !== null);
+    expect(
+      computedOnShards.map((s) => s.replace(/\s+/g, ' ').slice(0, 300)),
+      'non-immutable functions in ON CONFLICT, UPDATE … SET or RETURNING',
+    ).to.deep.equal([]);
+  });
+
+  it('the check itself: flags locking reads over several organisations and non-immutable functions in writes', () => {
+    // the corex lock of the recorded run: a CTE over the batch's jsonb rows
+    const corexCte = `WITH incoming AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(org_id bigint, core_id text)),
+      before AS (SELECT v.org_id FROM visitors v JOIN incoming i ON i.org_id = v.org_id AND i.core_id = v.core_id FOR UPDATE OF v)
+      INSERT INTO visitors AS v (org_id, core_id) SELECT org_id, core_id FROM incoming`;
+    expect(locksOneOrganisation(corexCte)).to.equal(false);
+    expect(locksOneOrganisation('select core_id from visitors where org_id = ANY($1) for update')).to.equal(false);
+    expect(locksOneOrganisation('select core_id, corex_id from visitors where org_id = $1 and core_id = any($2::text[]) for update')).to.equal(true);
+    expect(locksOneOrganisation('select 1 from visitors where org_id = $1')).to.equal(true);
+    // the 'worth a write' age that Citus refused: timestamptz - interval in ON CONFLICT … WHERE
+    const stale = `INSERT INTO visitors AS v (org_id, core_id) SELECT * FROM x ON CONFLICT (org_id, core_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
+      WHERE v.last_seen < EXCLUDED.last_seen - interval '60 seconds' RETURNING v.org_id`;
+    expect(nonImmutableInWrite(stale)).to.not.equal(null);
+    expect(
+      nonImmutableInWrite(
+        stale.replace("v.last_seen < EXCLUDED.last_seen - interval '60 seconds'", "EXCLUDED.last_seen - v.last_seen > interval '60 seconds'"),
+      ),
+    ).to.equal(null);
+    expect(nonImmutableInWrite("update deliveries set next_at = next_at + interval '1 minute' where org_id = $1")).to.not.equal(null);
+    expect(nonImmutableInWrite('update deliveries set next_at = $2 where org_id = $1 and next_at < now()')).to.equal(null);
+    expect(nonImmutableInWrite("insert into organisations (id) values ($1) returning to_char(created_at, 'YYYY')")).to.not.equal(null);
+    expect(nonImmutableInWrite("select to_char(created_at, 'YYYY') from organisations where id = $1")).to.equal(null);
   });
 
   it('the check itself: flags a statement without its organisation and accepts the scoped forms', () => {

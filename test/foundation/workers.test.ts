@@ -248,4 +248,21 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
       await cluster.stop();
     }
   });
+
+  it('runs a dispatcher in every worker with WEBHOOK_DISPATCH_WORKERS=all (one, in worker 1, by default)', async () => {
+    const [first, second] = pids as [number, number];
+    expect(first).to.be.a('number');
+    expect(second).to.be.a('number');
+    server = start(['--workers', '2'], { WEBHOOK_DISPATCH_WORKERS: 'all' });
+    await until(() => out.includes('Trackway is listening') || server!.exitCode !== null, 90_000, 'serve to start');
+    expect(server.exitCode, out).to.equal(null);
+    const m = /Workers {5}2 \(pids (\d+), (\d+)\); every worker also runs a webhook dispatcher, worker 1 the periodic jobs/.exec(out);
+    expect(m, out).to.not.equal(null);
+    pids = [Number(m![1]), Number(m![2])];
+    const serving = [...out.matchAll(/"worker":(\d),"pid":\d+,"pool":\d+,"dispatcher":(true|false),"jobs":(true|false),"msg":"worker serving"/g)];
+    expect(serving.map((s) => `${s[1]} ${s[2]} ${s[3]}`).sort(), out).to.deep.equal(['1 true true', '2 true false']);
+    server.kill('SIGTERM');
+    expect(await exitOf(server), out).to.equal(0);
+    expect(pids.filter(alive), 'worker processes left').to.deep.equal([]);
+  });
 });
