@@ -16,6 +16,8 @@ export interface VisitorTouch {
   location: Location | null;
   /** written even when fresh and unchanged (an identify: the visitor list shows it as the latest activity) */
   force?: boolean;
+  /** the name the batch's last identify with one gave (identifies force the write); absent or null: kept as it is */
+  name?: string | null;
 }
 
 export interface TouchedVisitor {
@@ -49,7 +51,8 @@ export function worthAWrite(stored: string, incoming: string): string {
       OR ${v}.roaming_id IS DISTINCT FROM ${x}.roaming_id
       OR (${x}.user_agent IS NOT NULL AND ${v}.user_agent IS DISTINCT FROM ${x}.user_agent)
       OR (${x}.location IS NOT NULL AND ${v}.location IS DISTINCT FROM ${x}.location)
-      OR (${x}.corex_id IS NOT NULL AND ${v}.corex_id IS DISTINCT FROM ${x}.corex_id)`;
+      OR (${x}.corex_id IS NOT NULL AND ${v}.corex_id IS DISTINCT FROM ${x}.corex_id)
+      OR (${x}.name IS NOT NULL AND ${v}.name IS DISTINCT FROM ${x}.name)`;
 }
 
 /** The condition under which ON CONFLICT rewrites an existing visitor (the rest are only locked). */
@@ -67,6 +70,7 @@ export function visitorTouchJson(r: VisitorTouch) {
     last_seen: r.lastSeen,
     user_agent: r.userAgent,
     location: r.location,
+    name: r.name ?? null,
   };
 }
 
@@ -103,16 +107,17 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
   const { rows: written } = await sql<
     Omit<TouchedVisitor, 'old_corex_id'>
   >`${sql.raw(PREPARE)}${alongside ? sql`WITH alongside AS (${alongside})` : sql``}
-    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)
+    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
       org_id bigint, core_id text, roaming_id text, corex_id text,
-      first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb)
+      first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
     ON CONFLICT (org_id, core_id) DO UPDATE SET
       roaming_id = EXCLUDED.roaming_id,
       ${COREX}
       last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
       user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
-      location = COALESCE(EXCLUDED.location, v.location)
+      location = COALESCE(EXCLUDED.location, v.location),
+      name = COALESCE(EXCLUDED.name, v.name)
     ${WORTH_A_WRITE}
     RETURNING v.org_id, v.core_id, v.person_id, v.corex_id, (xmax = 0) AS inserted
   `.execute(tx);
@@ -184,8 +189,10 @@ export interface IdentifiedContact {
 
 /**
  * One identify, in one statement: the contacts (created for `person` when
- * new), the visitor's links to them (a verified one upgrades an existing
- * unverified link, which does not count as new), and the name it gave.
+ * new) and the visitor's links to them (a verified one upgrades an existing
+ * unverified link, which does not count as new). The name it gave went with
+ * the batch's visitor upsert (VisitorTouch.name): nothing in the batch reads
+ * it, and one write of the visitor row costs less than two.
  */
 export async function identifyContacts(
   tx: Executor,
@@ -193,7 +200,6 @@ export async function identifyContacts(
   coreId: string,
   person: number,
   contacts: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[],
-  name: string | null,
 ): Promise<IdentifiedContact[]> {
   const input = JSON.stringify(contacts.map((c, ord) => ({ ...c, ord })));
   // contacts: DO UPDATE (a no-op) rather than DO NOTHING so an existing row is returned and locked
@@ -214,11 +220,6 @@ export async function identifyContacts(
       ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
       WHERE EXCLUDED.verified AND NOT vc.verified
       RETURNING vc.contact_id, (xmax = 0) AS inserted
-    ),
-    named AS (
-      UPDATE visitors SET name = ${name}::text
-      WHERE org_id = ${orgId}::bigint AND core_id = ${coreId}::text AND ${name}::text IS NOT NULL
-      RETURNING 1
     )
     SELECT c.id, c.type, c.value, c.person_id,
       EXISTS (SELECT 1 FROM l WHERE l.contact_id = c.id AND l.inserted) AS linked,
@@ -227,6 +228,66 @@ export async function identifyContacts(
   `.execute(tx);
   const order = new Map(contacts.map((c, i) => [`${c.type}:${c.value}`, i]));
   return rows.sort((a, b) => order.get(`${a.type}:${a.value}`)! - order.get(`${b.type}:${b.value}`)!);
+}
+
+/** An identify of a batch sent together with others (its visitor and contacts meet no other identify of the batch). */
+export interface IdentifyRow {
+  coreId: string;
+  person: number;
+  contacts: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[];
+}
+
+/**
+ * identifyContacts for many identifies of one organisation in one statement:
+ * no two of them share a visitor or a contact (the caller checks), so each
+ * row's outcome is what its own statement would have given. Contacts are
+ * inserted (and locked) in (type, value) order, a stable order across
+ * concurrent batches. Returns each identify's contacts in its claim's order.
+ */
+export async function identifyContactsTogether(
+  tx: Executor,
+  orgId: number,
+  rows: IdentifyRow[],
+): Promise<Map<string, (IdentifiedContact & { created: boolean })[]>> {
+  const input = JSON.stringify(
+    rows.flatMap((r) => r.contacts.map((c) => ({ core_id: r.coreId, person_id: r.person, type: c.type, value: c.value, verified: c.verified }))),
+  );
+  const { rows: out } = await sql<IdentifiedContact & { core_id: string; created: boolean }>`${sql.raw(PREPARE)}
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(core_id text, person_id bigint, type text, value text, verified boolean)
+    ),
+    c AS (
+      INSERT INTO contacts AS k (org_id, type, value, person_id)
+      SELECT ${orgId}::bigint, type, value, person_id FROM input ORDER BY type, value
+      ON CONFLICT (org_id, type, value) DO UPDATE SET person_id = k.person_id
+      RETURNING k.id, k.type, k.value, k.person_id, (xmax = 0) AS created
+    ),
+    l AS (
+      INSERT INTO visitor_contacts AS vc (org_id, core_id, contact_id, verified)
+      SELECT ${orgId}::bigint, i.core_id, c.id, i.verified
+      FROM c JOIN input i ON i.type = c.type AND i.value = c.value
+      ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
+      WHERE EXCLUDED.verified AND NOT vc.verified
+      RETURNING vc.core_id, vc.contact_id, (xmax = 0) AS inserted
+    )
+    SELECT i.core_id, c.id, c.type, c.value, c.person_id, c.created,
+      EXISTS (SELECT 1 FROM l WHERE l.core_id = i.core_id AND l.contact_id = c.id AND l.inserted) AS linked,
+      i.verified
+    FROM c JOIN input i ON i.type = c.type AND i.value = c.value
+  `.execute(tx);
+  const byVisitor = new Map<string, (IdentifiedContact & { created: boolean })[]>();
+  for (const { core_id, ...contact } of out) {
+    const list = byVisitor.get(core_id);
+    if (list) list.push(contact);
+    else byVisitor.set(core_id, [contact]);
+  }
+  // the claim's order (EMAIL before PHONE, as identifyContacts returns them)
+  for (const r of rows) {
+    if (r.contacts.length < 2) continue;
+    const order = new Map(r.contacts.map((c, i) => [`${c.type}:${c.value}`, i]));
+    byVisitor.get(r.coreId)?.sort((a, b) => order.get(`${a.type}:${a.value}`)! - order.get(`${b.type}:${b.value}`)!);
+  }
+  return byVisitor;
 }
 
 export async function contactsOfPerson(tx: Executor, orgId: number, person: number) {

@@ -16,6 +16,9 @@ import type { Executor } from '../db/tenancy.ts';
 import {
   contactsOfPerson,
   identifyContacts,
+  identifyContactsTogether,
+  type IdentifiedContact,
+  type IdentifyRow,
   lockPersons,
   mergePersons,
   personProfile,
@@ -39,7 +42,7 @@ export type Sighting = {
   userAgent: string | null;
   location: Location | null;
   policy: { identityVerification: 'optional' | 'required' };
-} & ({ kind: 'event'; corexId: string | null } | { kind: 'identify' });
+} & ({ kind: 'event'; corexId: string | null } | { kind: 'identify'; claim: { name: string | null } });
 
 /** An event, as far as the profile and the catalogue care. */
 export interface ProfileEvent {
@@ -51,7 +54,7 @@ export interface ProfileEvent {
   policy: { allowsUrl(url: string): boolean };
 }
 
-/** An identify: the contacts and name to link to the visitor's person. */
+/** An identify: the contacts to link to the visitor's person. */
 export interface Identification {
   orgId: number;
   coreId: string;
@@ -79,6 +82,8 @@ export function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
   for (const it of items) {
     const k = key(it.orgId, it.coreId);
     const corexId = it.kind === 'event' ? it.corexId : null;
+    // the visitor's name: the last one an identify of the batch gave, as identifies one by one would leave it
+    const name = it.kind === 'identify' ? it.claim.name : null;
     const prev = byKey.get(k);
     if (!prev) {
       byKey.set(k, {
@@ -91,6 +96,7 @@ export function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
         userAgent: it.userAgent,
         location: it.location,
         force: it.kind === 'identify',
+        name,
       });
       continue;
     }
@@ -100,6 +106,7 @@ export function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
     prev.lastSeen = it.receivedAt > prev.lastSeen ? it.receivedAt : prev.lastSeen;
     prev.userAgent = it.userAgent ?? prev.userAgent;
     prev.location = it.location ?? prev.location;
+    prev.name = name ?? prev.name;
   }
   // a stable lock order across concurrent batches
   return [...byKey.values()].sort((a, b) => a.orgId - b.orgId || (a.coreId < b.coreId ? -1 : a.coreId > b.coreId ? 1 : 0));
@@ -117,6 +124,10 @@ export class Stitching {
   /** profile writes not yet sent: one entry per person, views most recent first */
   private readonly profiles = new Map<string, ProfileChange>();
   private readonly products = new Map<string, ProductSighting>();
+  /** identifies already written together (identifyTogether), by visitor: their contacts as the statement returned them */
+  private readonly written = new Map<string, IdentifiedContact[]>();
+  /** contacts created by identifyTogether whose identify the batch has not reached yet: hidden from contacts() until then */
+  private readonly pending = new Map<number, Set<string>>();
 
   constructor(private readonly tx: Executor) {}
 
@@ -175,22 +186,73 @@ export class Stitching {
   }
 
   /**
-   * Links an identify's contacts and name to the visitor's person; a contact
-   * already known makes its person and this one one. Returns the person and
-   * the contacts newly linked (a link that only became verified is not new).
+   * Links an identify's contacts to the visitor's person (its name went with
+   * touchVisitors); a contact already known makes its person and this one
+   * one. Returns the person and the contacts newly linked (a link that only
+   * became verified is not new).
    */
   async identify(it: Identification): Promise<{ person: number; linked: LinkedContact[] }> {
     let person = this.personOfVisitor(it.orgId, it.coreId);
-    const { contacts, name } = it.claim;
+    const { contacts } = it.claim;
     const linked: LinkedContact[] = [];
-    if (contacts.length === 0 && name === null) return { person, linked };
-    for (const contact of await identifyContacts(this.tx, it.orgId, it.coreId, person, contacts, name)) {
+    // the name went with the visitor upsert (touchVisitors)
+    if (contacts.length === 0) return { person, linked };
+    const k = key(it.orgId, it.coreId);
+    let rows = this.written.get(k);
+    if (rows) {
+      this.written.delete(k);
+      const hidden = this.pending.get(it.orgId);
+      for (const c of rows) hidden?.delete(`${c.type}:${c.value}`);
+    } else rows = await identifyContacts(this.tx, it.orgId, it.coreId, person, contacts);
+    for (const contact of rows) {
       // a contact already known belongs to another person: the two are one from now on
       if (this.find(contact.person_id) !== person) person = await this.merge(it.orgId, contact.person_id, person);
       if (contact.linked) linked.push({ type: contact.type, value: contact.value, verified: contact.verified });
     }
     this.contactCache.delete(person);
     return { person, linked };
+  }
+
+  /**
+   * Writes, ahead of the batch's order, the identifies whose visitor and
+   * contacts meet no other identify of the batch: one statement per
+   * organisation for all of them (with at least two), instead of one each.
+   * What they write is what their own statements would have written: new
+   * contacts go to the visitor's person (a merge before the identify's turn
+   * moves them along), a known contact keeps its person, and the merges it
+   * calls for happen when identify() reaches the item, in order. Until then
+   * the contacts they created are hidden from contacts(), so an event export
+   * earlier in the batch sees what it saw before. The rest (the identifies
+   * that meet) take identify()'s one statement each, in order.
+   */
+  async identifyTogether(items: readonly ({ kind: 'event' } | ({ kind: 'identify' } & Identification))[]): Promise<void> {
+    const identifies = items.filter((it): it is { kind: 'identify' } & Identification => it.kind === 'identify');
+    if (identifies.length < 2) return;
+    const seen = new Map<string, number>();
+    const count = (k: string) => seen.set(k, (seen.get(k) ?? 0) + 1);
+    for (const it of identifies) {
+      count(`v${key(it.orgId, it.coreId)}`);
+      for (const c of it.claim.contacts) count(`c${key(it.orgId, `${c.type}:${c.value}`)}`);
+    }
+    const byOrg = new Map<number, IdentifyRow[]>();
+    for (const it of identifies) {
+      const { contacts } = it.claim;
+      if (contacts.length === 0) continue;
+      if (seen.get(`v${key(it.orgId, it.coreId)}`) !== 1) continue;
+      if (contacts.some((c) => seen.get(`c${key(it.orgId, `${c.type}:${c.value}`)}`) !== 1)) continue;
+      let rows = byOrg.get(it.orgId);
+      if (!rows) byOrg.set(it.orgId, (rows = []));
+      rows.push({ coreId: it.coreId, person: this.personOfVisitor(it.orgId, it.coreId), contacts });
+    }
+    for (const [orgId, rows] of byOrg) {
+      if (rows.length < 2) continue;
+      const hidden = new Set<string>();
+      for (const [coreId, contacts] of await identifyContactsTogether(this.tx, orgId, rows)) {
+        this.written.set(key(orgId, coreId), contacts);
+        for (const c of contacts) if (c.created) hidden.add(`${c.type}:${c.value}`);
+      }
+      this.pending.set(orgId, hidden);
+    }
   }
 
   /** The contacts of a person, read at most once per batch. */
@@ -200,7 +262,8 @@ export class Stitching {
       c = await contactsOfPerson(this.tx, orgId, person);
       this.contactCache.set(person, c);
     }
-    return c;
+    const hidden = this.pending.get(orgId);
+    return hidden && hidden.size > 0 ? c.filter((x) => !hidden.has(`${x.type}:${x.value}`)) : c;
   }
 
   /** The person's recent activity including what this batch recorded so far. */

@@ -54,6 +54,8 @@ export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[],
   await people.touchVisitors(items, exporting || rows.length === 0 ? undefined : eventsInsert(rows));
   const eventIds = exporting ? await insertEvents(tx, rows) : [];
   const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
+  // the identifies that meet no other identify of the batch, written together (the loop below keeps the order's effects)
+  await people.identifyTogether(items);
 
   for (const it of items) {
     if (it.kind === 'event') {

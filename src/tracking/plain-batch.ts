@@ -36,7 +36,7 @@ export async function storePlainBatch(db: Database, items: readonly EventItem[])
     WITH incoming AS (
       SELECT * FROM jsonb_to_recordset(${visitors}::jsonb) AS x(
         org_id bigint, core_id text, roaming_id text, corex_id text,
-        first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb)
+        first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
     ),
     touched AS (
       INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)

@@ -1,0 +1,185 @@
+// The identifies of a batch that meet no other identify (their visitor and
+// contacts are their own) are written together, one statement per
+// organisation (Stitching.identifyTogether); the others one by one, in
+// order. The same items sent as one batch and one by one leave the same
+// persons, contacts, links, names and deliveries (contact matches with their
+// recent activity, event exports with the contacts known at their turn).
+import { expect } from 'chai';
+import pg from 'pg';
+import { verifyIdentify } from '../../src/identity/verification.ts';
+import { processBatch } from '../../src/tracking/batch.service.ts';
+import type { IngestItem } from '../../src/tracking/ingest.types.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { startTestServer, type TestServer } from '../support/harness.ts';
+
+type Step = { visitor: string } & (
+  { event: 'productview' | 'view'; product?: number } | { identify: { email?: string; phone?: string; name?: string } }
+);
+
+describe('identity: identifies written together give what one by one gives', () => {
+  let srv: TestServer;
+  let account: Account;
+  // one time for every item: the payloads carry it, and both runs must give the same
+  const at = new Date();
+  let recording = false;
+  let inserts = 0;
+  const original = pg.Client.prototype.query;
+  before(async () => {
+    // before any connection is made: the pool's clients bind query when they connect
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0] as string | { text?: string };
+      const text = typeof first === 'string' ? first : first?.text;
+      if (recording && typeof text === 'string' && /insert into contacts/i.test(text)) inserts++;
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof pg.Client.prototype.query;
+    srv = await startTestServer();
+    account = await newAccount(srv);
+  });
+  after(async () => {
+    pg.Client.prototype.query = original;
+    await srv.stop();
+  });
+
+  async function shop() {
+    const { id: org, domain } = (await newMerchant(srv, account)).organisation;
+    await newWebhook(srv, account, org, { do_events: true, do_contacts: true });
+    const policy = (await srv.deps.organisations.policy(org))!;
+    return { org, domain, policy };
+  }
+
+  function items(s: Awaited<ReturnType<typeof shop>>, run: string, steps: Step[]): IngestItem[] {
+    return steps.map((st): IngestItem => {
+      const base = {
+        orgId: s.org,
+        roamingId: `r-${st.visitor}`,
+        coreId: `${run}-${st.visitor}`,
+        receivedAt: at,
+        userAgent: null,
+        location: null,
+        policy: s.policy,
+      };
+      if ('identify' in st) return { ...base, kind: 'identify', claim: verifyIdentify(s.policy, st.identify) };
+      const body =
+        st.event === 'productview'
+          ? { product_id: st.product, price: 1, product_url: `https://${s.domain}/p/${st.product}` }
+          : { page: `https://${s.domain}/` };
+      return { ...base, kind: 'event', corexId: null, name: st.event, body };
+    });
+  }
+
+  const batch = (its: IngestItem[]) => srv.deps.db.transaction().execute((tx) => processBatch(srv.deps, tx, its));
+
+  /** What a batch leaves behind, with the organisation's own ids and domain taken out. */
+  async function state(s: Awaited<ReturnType<typeof shop>>) {
+    const db = srv.deps.db;
+    const visitors = await db
+      .selectFrom('visitors')
+      .select(['core_id', 'person_id', 'name'])
+      .where('org_id', '=', s.org)
+      .orderBy('core_id')
+      .execute();
+    const groupOf = (person: number) => visitors.filter((v) => v.person_id === person).map((v) => v.core_id);
+    const contacts = await db
+      .selectFrom('contacts')
+      .select(['id', 'type', 'value', 'person_id'])
+      .where('org_id', '=', s.org)
+      .orderBy('value')
+      .execute();
+    const links = await db.selectFrom('visitor_contacts').select(['core_id', 'contact_id', 'verified']).where('org_id', '=', s.org).execute();
+    const deliveries = await db.selectFrom('deliveries').select(['kind', 'body']).where('org_id', '=', s.org).orderBy('id').execute();
+    const valueOf = new Map(contacts.map((c) => [c.id, `${c.type}:${c.value}`]));
+    return {
+      persons: [...new Set(visitors.map((v) => v.person_id))].map(groupOf).sort(),
+      names: visitors.map((v) => [v.core_id, v.name]),
+      contacts: contacts.map((c) => [c.type, c.value, groupOf(c.person_id)]),
+      links: links.map((l) => [l.core_id, valueOf.get(l.contact_id), l.verified]).sort(),
+      deliveries: deliveries.map((d) => {
+        const { org_id: _o, event_id: _e, ...body } = JSON.parse(d.body.split(s.domain).join('shop')) as Record<string, unknown>;
+        return [d.kind, body];
+      }),
+    };
+  }
+
+  /** Statements inserting contacts sent while `fn` runs (counted by the hook on pg's client installed in before()). */
+  async function contactInserts(fn: () => Promise<void>): Promise<number> {
+    inserts = 0;
+    recording = true;
+    try {
+      await fn();
+    } finally {
+      recording = false;
+    }
+    return inserts;
+  }
+
+  it('a batch mixing identifies that meet and that do not', async () => {
+    const run = unique('t');
+    const before: Step[] = [
+      { visitor: 'k', identify: { email: 'known@example.com' } },
+      { visitor: 'k', event: 'productview', product: 9 },
+    ];
+    const steps: Step[] = [
+      { visitor: 'v1', event: 'productview', product: 1 },
+      // an event export before v7's identify: v7's contact is not known yet
+      { visitor: 'v7', event: 'view' },
+      { visitor: 'v1', identify: { email: 'a@example.com', name: 'A' } },
+      { visitor: 'v2', identify: { email: 'b@example.com', phone: '+44 20 7946 0000' } },
+      // a known contact: v3 joins k's person at its turn
+      { visitor: 'v3', identify: { email: 'known@example.com' } },
+      { visitor: 'k', event: 'view' },
+      { visitor: 'v7', identify: { email: 'c@example.com' } },
+      { visitor: 'v7', event: 'view' },
+      // these two meet (one contact): one by one, in order
+      { visitor: 'v4', identify: { email: 'shared@example.com' } },
+      { visitor: 'v5', identify: { email: 'shared@example.com', name: 'Five' } },
+      { visitor: 'v5', event: 'view' },
+      { visitor: 'v6', identify: { name: 'Six' } },
+      // one visitor twice: one by one
+      { visitor: 'v8', identify: { email: 'x@example.com', name: 'Eight' } },
+      { visitor: 'v8', identify: { email: 'y@example.com' } },
+      { visitor: 'v2', event: 'productview', product: 2 },
+    ];
+    const together = await shop();
+    const alone = await shop();
+    for (const s of [together, alone]) for (const it of items(s, run, before)) await batch([it]);
+
+    // v1, v2, v3, v7 in one statement; v4, v5 and v8 (twice) one each; v6 (a name only) none
+    expect(await contactInserts(() => batch(items(together, run, steps)))).to.equal(5);
+    for (const it of items(alone, run, steps)) await batch([it]);
+
+    const [got, want] = [await state(together), await state(alone)];
+    expect(got).to.deep.equal(want);
+    // and what one by one gives is what the rules say
+    expect(got.persons).to.deep.include([`${run}-k`, `${run}-v3`]);
+    expect(got.persons).to.deep.include([`${run}-v4`, `${run}-v5`]);
+    expect(got.names).to.deep.include([`${run}-v6`, 'Six']);
+    // a later identify without a name keeps the name an earlier one gave
+    expect(got.names).to.deep.include([`${run}-v8`, 'Eight']);
+    const exports = got.deliveries.filter(([kind]) => kind === 'event').map(([, b]) => b as { contact: string; visitor: { core_id: string } });
+    expect(exports.filter((b) => b.visitor.core_id === `${run}-v7`).map((b) => b.contact)).to.deep.equal(['c@example.com']);
+    const matched = got.deliveries.filter(([kind]) => kind === 'matched').map(([, b]) => b as { contact: string; last_view?: string[] });
+    expect(matched.find((b) => b.contact === 'a@example.com')?.last_view).to.deep.equal(['https://shop/p/1']);
+    expect(matched.map((b) => b.contact)).to.include.members(['a@example.com', 'b@example.com', 'known@example.com', 'c@example.com']);
+  });
+
+  it('two identifies that do not meet, in two organisations, take one statement each', async () => {
+    const run = unique('t');
+    const [a, b] = [await shop(), await shop()];
+    const steps: Step[] = [
+      { visitor: 'v1', identify: { email: 'one@example.com' } },
+      { visitor: 'v2', identify: { email: 'two@example.com' } },
+    ];
+    expect(await contactInserts(() => batch([...items(a, run, steps), ...items(b, run, steps)]))).to.equal(2);
+    for (const s of [a, b]) {
+      const st = await state(s);
+      expect(st.contacts).to.deep.equal([
+        ['EMAIL', 'one@example.com', [`${run}-v1`]],
+        ['EMAIL', 'two@example.com', [`${run}-v2`]],
+      ]);
+      expect(st.deliveries.map(([kind, body]) => [kind, (body as { contact: string }).contact])).to.deep.equal([
+        ['matched', 'one@example.com'],
+        ['matched', 'two@example.com'],
+      ]);
+    }
+  });
+});
