@@ -59,10 +59,15 @@ export async function replaceLimits(
     RETURNING l.org_id, l.integration_id
   `.execute(tx);
   if (atBound.length === 0) return { added: [], removed: removed.rows };
+  // the rows (and the time) as a CTE and EXCLUDED, no parameter in ON CONFLICT: under Citus an INSERT … SELECT
+  // from parameters is planned apart from its ON CONFLICT, where a parameter's type is then unknown
   const upserted = await sql<Backlog & { inserted: boolean }>`
-    INSERT INTO webhook_backlog_limits (org_id, integration_id, pending)
-    SELECT * FROM unnest(${orgs}::bigint[], ${ids}::bigint[], ${atBound.map((b) => b.pending)}::int[])
-    ON CONFLICT (org_id, integration_id) DO UPDATE SET pending = excluded.pending, checked_at = ${new Date()}::timestamptz
+    WITH k AS (
+      SELECT * FROM unnest(${orgs}::bigint[], ${ids}::bigint[], ${atBound.map((b) => b.pending)}::int[]) AS k(org_id, integration_id, pending)
+    )
+    INSERT INTO webhook_backlog_limits (org_id, integration_id, pending, checked_at)
+    SELECT org_id, integration_id, pending, ${new Date()}::timestamptz FROM k
+    ON CONFLICT (org_id, integration_id) DO UPDATE SET pending = excluded.pending, checked_at = excluded.checked_at
     RETURNING org_id, integration_id, pending, (xmax = 0) AS inserted
   `.execute(tx);
   return {
