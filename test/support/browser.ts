@@ -38,7 +38,8 @@ export async function launchChromium(ctx: Mocha.Context): Promise<Browser> {
     );
     ctx.skip();
   }
-  ctx.timeout(60_000);
+  // at least a minute for the browser to start; a hook that asked for more keeps it
+  ctx.timeout(Math.max(ctx.timeout(), 60_000));
   return chromium.launch({
     executablePath,
     headless: true,
