@@ -4,6 +4,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { Location, RecentView } from '../db/schema.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
+import { lockCorexIds, visitorKey } from './visitor-locks.repository.ts';
 
 export interface VisitorTouch {
   orgId: number;
@@ -139,28 +140,6 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
     WHERE v.org_id = ANY(${orgIds}::bigint[])
   `.execute(tx);
   return [...out, ...kept];
-}
-
-function visitorKey(orgId: number | string, coreId: string): string {
-  return `${orgId}\u0000${coreId}`;
-}
-
-/** Locks the rows' existing visitors and reads their corex_id, one statement per organisation. */
-async function lockCorexIds(tx: Executor, rows: VisitorTouch[]): Promise<Map<string, string | null>> {
-  const byOrg = new Map<number, string[]>();
-  for (const r of rows) {
-    const coreIds = byOrg.get(r.orgId) ?? [];
-    coreIds.push(r.coreId);
-    byOrg.set(r.orgId, coreIds);
-  }
-  const before = new Map<string, string | null>();
-  for (const [orgId, coreIds] of byOrg) {
-    const { rows: locked } = await sql<{ core_id: string; corex_id: string | null }>`${sql.raw(PREPARE)}
-      SELECT core_id, corex_id FROM visitors WHERE org_id = ${orgId} AND core_id = ANY(${coreIds}::text[]) FOR UPDATE
-    `.execute(tx);
-    for (const v of locked) before.set(visitorKey(orgId, v.core_id), v.corex_id);
-  }
-  return before;
 }
 
 /** Persons (other than `person`) that have a visitor with this corex_id. */
