@@ -46,7 +46,7 @@ export const VISITOR_TOUCH_SECONDS = 60;
  * timestamptz` is immutable where `timestamptz - interval` is not, and Citus
  * refuses non-immutable functions in ON CONFLICT.
  */
-export function worthAWrite(stored: string, incoming: string): string {
+function worthAWrite(stored: string, incoming: string): string {
   const [v, x] = [stored, incoming];
   return `${x}.last_seen - ${v}.last_seen > interval '${VISITOR_TOUCH_SECONDS} seconds'
       OR ${v}.roaming_id IS DISTINCT FROM ${x}.roaming_id
@@ -60,8 +60,8 @@ export function worthAWrite(stored: string, incoming: string): string {
 const WORTH_A_WRITE_SQL = `
     WHERE ${worthAWrite('v', 'EXCLUDED')}`;
 
-/** A visitor touch as it travels in a batch statement's jsonb parameter (jsonb_to_recordset with VISITOR_COLUMNS). */
-export function visitorTouchJson(r: VisitorTouch) {
+/** A visitor touch as it travels in the upsert's jsonb parameter. */
+function visitorTouchJson(r: VisitorTouch) {
   return {
     org_id: r.orgId,
     core_id: r.coreId,
@@ -73,6 +73,30 @@ export function visitorTouchJson(r: VisitorTouch) {
     location: r.location,
     name: r.name ?? null,
   };
+}
+
+/**
+ * The upsert of a batch's visitors, without RETURNING (upsertVisitors adds
+ * its own; the plain batch carries it as a CTE). All rows travel as one jsonb
+ * parameter: one statement text whatever the batch size.
+ */
+export function visitorsUpsert(rows: VisitorTouch[]) {
+  const data = JSON.stringify(rows.map(visitorTouchJson));
+  // a batch with a forced touch writes all its visitors (identifies are few beside events)
+  const WORTH_A_WRITE = sql.raw(rows.some((r) => r.force) ? '' : WORTH_A_WRITE_SQL);
+  const COREX = sql.raw(rows.some((r) => r.corexId !== null) ? 'corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),' : '');
+  return sql`INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
+    SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
+      org_id bigint, core_id text, roaming_id text, corex_id text,
+      first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
+    ON CONFLICT (org_id, core_id) DO UPDATE SET
+      roaming_id = EXCLUDED.roaming_id,
+      ${COREX}
+      last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
+      user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
+      location = COALESCE(EXCLUDED.location, v.location),
+      name = COALESCE(EXCLUDED.name, v.name)
+    ${WORTH_A_WRITE}`;
 }
 
 /**
@@ -98,28 +122,11 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
     if (alongside) await sql`${alongside}`.execute(tx);
     return [];
   }
-  // all rows travel as one jsonb parameter: one statement text whatever the batch size
-  const data = JSON.stringify(rows.map(visitorTouchJson));
-  const withCorex = rows.some((r) => r.corexId !== null);
-  const before = withCorex ? await lockCorexIds(tx, rows) : null;
-  // a batch with a forced touch writes all its visitors (identifies are few beside events)
-  const WORTH_A_WRITE = sql.raw(rows.some((r) => r.force) ? '' : WORTH_A_WRITE_SQL);
-  const COREX = sql.raw(withCorex ? 'corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),' : '');
+  const before = rows.some((r) => r.corexId !== null) ? await lockCorexIds(tx, rows) : null;
   const { rows: written } = await sql<
     Omit<TouchedVisitor, 'old_corex_id'>
   >`${sql.raw(PREPARE)}${alongside ? sql`WITH alongside AS (${alongside})` : sql``}
-    INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
-    SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
-      org_id bigint, core_id text, roaming_id text, corex_id text,
-      first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
-    ON CONFLICT (org_id, core_id) DO UPDATE SET
-      roaming_id = EXCLUDED.roaming_id,
-      ${COREX}
-      last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
-      user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
-      location = COALESCE(EXCLUDED.location, v.location),
-      name = COALESCE(EXCLUDED.name, v.name)
-    ${WORTH_A_WRITE}
+    ${visitorsUpsert(rows)}
     RETURNING v.org_id, v.core_id, v.person_id, v.corex_id, (xmax = 0) AS inserted
   `.execute(tx);
   // without a corex_id in the batch no row's corex_id moved: the old one is the current one

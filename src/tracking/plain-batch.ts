@@ -7,9 +7,9 @@
 // BEGIN, the visitors upsert, the read-back of returning visitors, the events
 // insert and COMMIT.
 //
-// Returning visitors: the upsert's ON CONFLICT rewrites a stored visitor only
-// when worthAWrite holds (something changed, or last_seen is stale); a fresh,
-// unchanged one is left as it is. An earlier form first probed the stored
+// The visitors upsert is upsertVisitors' own (visitorsUpsert). Returning
+// visitors: its ON CONFLICT rewrites a stored visitor only when something
+// changed or last_seen is stale; a fresh, unchanged one is left as it is. An earlier form first probed the stored
 // visitors (a lateral index lookup) to leave fresh ones out of the upsert, and
 // so unlocked: its plan depended on the planner's view of the visitors table,
 // and while the table grew the probe became a sequential scan per row (the
@@ -17,7 +17,7 @@
 // unprepared, 5,241 µs per returning one); Citus refused it as well.
 import { sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
-import { visitorTouchJson, worthAWrite } from '../identity/identity.repository.ts';
+import { visitorsUpsert } from '../identity/identity.repository.ts';
 import { EVENTS_RECORDED, visitorTouches } from '../identity/stitching.service.ts';
 import { eventsInsert } from './events.repository.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
@@ -30,24 +30,8 @@ export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId
 /** Writes a plain batch: its visitors and its events, in one statement. */
 export async function storePlainBatch(db: Database, items: readonly EventItem[]): Promise<void> {
   if (items.length === 0) return;
-  const visitors = JSON.stringify(visitorTouches(items).map(visitorTouchJson));
   await sql`${sql.raw(PREPARE)}
-    WITH incoming AS (
-      SELECT * FROM jsonb_to_recordset(${visitors}::jsonb) AS x(
-        org_id bigint, core_id text, roaming_id text, corex_id text,
-        first_seen timestamptz, last_seen timestamptz, user_agent text, location jsonb, name text)
-    ),
-    touched AS (
-      INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location)
-      SELECT i.org_id, i.core_id, i.roaming_id, i.corex_id, i.first_seen, i.last_seen, i.user_agent, i.location
-      FROM incoming i
-      ON CONFLICT (org_id, core_id) DO UPDATE SET
-        roaming_id = EXCLUDED.roaming_id,
-        last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
-        user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
-        location = COALESCE(EXCLUDED.location, v.location)
-      WHERE ${sql.raw(worthAWrite('v', 'EXCLUDED'))}
-    ),
+    WITH touched AS (${visitorsUpsert(visitorTouches(items))}),
     stored AS (${eventsInsert(items)})
     SELECT 1
   `.execute(db);
