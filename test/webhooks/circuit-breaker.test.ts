@@ -246,22 +246,30 @@ describe('circuit breaker', function () {
 
       // after the pause: exactly one probe; it fails, and the pause is longer
       await r.waitFor(sentBefore + 1, 5_000);
+      // the probe's failure recorded, and the pause it chose, read from the endpoint's row: the pause is
+      // paused_until − updated_at, both written by that outcome (the API's paused_until is the next
+      // probe's lease once that probe is out, and "now" drifts on a loaded machine)
       const again = await eventually(
         async () => {
-          const i = await read(hook.id);
-          // the probe's failure recorded (while the probe is out, paused_until holds its lease)
-          const probed = i.health.consecutive_failures > paused.health.consecutive_failures;
-          return probed && i.health.state === 'paused' && Date.parse(i.health.paused_until) > Date.parse(paused.health.paused_until) + 1_500
-            ? i
-            : undefined;
+          const h = await srv.deps.db
+            .selectFrom('webhook_endpoint_health')
+            .select(['consecutive_failures', 'opened_count', 'paused_until', 'updated_at'])
+            .where('org_id', '=', tenant.orgId)
+            .where('integration_id', '=', hook.id)
+            .executeTakeFirst();
+          const probed = h !== undefined && h.consecutive_failures > paused.health.consecutive_failures;
+          // a pause, not the lease of a probe that is out (a lease is httpTimeout + margin, far above 4 s)
+          const pause = h?.paused_until ? h.paused_until.getTime() - h.updated_at.getTime() : Infinity;
+          return probed && h.opened_count >= 2 && pause <= 4_000 ? h : undefined;
         },
         5_000,
         'a longer pause after the failed probe',
       );
       await sleep(500);
       expect(r.requests.length, 'one probe').to.equal(sentBefore + 1);
-      const pauseMs = Date.parse(again.health.paused_until) - Date.now();
+      const pauseMs = again.paused_until!.getTime() - again.updated_at.getTime();
       expect(pauseMs).to.be.above(1_000).and.at.most(2_000);
+      expect((await read(hook.id)).health.state).to.equal('paused');
 
       // the endpoint recovers: the next probe succeeds and everything that waited is delivered, each once
       r.respond(() => ({ status: 200 }));
