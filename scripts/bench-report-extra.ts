@@ -74,8 +74,8 @@ function where(rels: WalRelation[] | null, top = 7): string {
         .slice(0, 2)
         .map(([t, n]) => `${t} ${n.toFixed(2)}`)
         .join(', ');
-      const fpi = r.fpi_bytes_per_request > 0 ? `, FPI ${int(r.fpi_bytes_per_request)}` : '';
-      return `${r.relation} ${int(r.bytes_per_request)}${types || fpi ? ` (${types}${fpi})` : ''}`;
+      const notes = [...(types ? [types] : []), ...(r.fpi_bytes_per_request > 0 ? [`FPI ${int(r.fpi_bytes_per_request)}`] : [])];
+      return `${r.relation} ${int(r.bytes_per_request)}${notes.length ? ` (${notes.join(', ')})` : ''}`;
     })
     .join('; ');
 }

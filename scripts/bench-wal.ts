@@ -94,6 +94,18 @@ export async function openWalProbe(url: string): Promise<WalProbe> {
     breakdown = `pg_walinspect not usable here (${(e as Error).message})`;
   }
   const lsn = async () => (await db.query<{ l: string }>('SELECT pg_current_wal_insert_lsn()::text AS l')).rows[0]!.l;
+  const position = async () =>
+    Number((await db.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS b`)).rows[0]!.b);
+  /** waits (up to 5 s) until less than 8 kB of WAL is written in 200 ms: the previous round's last batches are committed */
+  async function quiet(): Promise<void> {
+    let before = await position();
+    for (let i = 0; i < 25; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      const now = await position();
+      if (now - before < 8192) return;
+      before = now;
+    }
+  }
 
   async function relations(from: string, to: string, n: number): Promise<{ relations: WalRelation[]; fpi: number } | string> {
     // pg_walinspect reads only flushed WAL: wait for the WAL writer to pass `to`
@@ -137,6 +149,7 @@ export async function openWalProbe(url: string): Promise<WalProbe> {
   return {
     breakdown,
     async measure(server, send, settle) {
+      await quiet();
       const from = await lsn();
       const n = await send();
       if (settle) await settle();

@@ -79,12 +79,13 @@ describe('bench report lines', () => {
           types: { INSERT: 0.98, 'INSERT+INIT': 0.02 },
         },
         { relation: 'events_visitor', bytes_per_request: 300, records_per_request: 1, fpi_bytes_per_request: 40, types: { INSERT_LEAF: 1 } },
+        { relation: 'events (free space map)', bytes_per_request: 25, records_per_request: 0, fpi_bytes_per_request: 25, types: {} },
       ]),
       shot('identify', 'limit', 400),
       { ...shot('identify', 'service', 2000), note: 'pg_walinspect not usable here' },
     ]);
     expect(lines).to.include(
-      '| view | service | 1,000 | **1,200** | 40 | 4.00× | events 400 (INSERT 0.98, INSERT+INIT 0.02); events_visitor 300 (INSERT_LEAF 1.00, FPI 40) |',
+      '| view | service | 1,000 | **1,200** | 40 | 4.00× | events 400 (INSERT 0.98, INSERT+INIT 0.02); events_visitor 300 (INSERT_LEAF 1.00, FPI 40); events (free space map) 25 (FPI 25) |',
     );
     expect(lines).to.include('| view | limit | 1,000 | **300** | — | — | — |');
     expect(lines).to.include('| identify | service | 1,000 | **2,000** | — | 5.00× | — pg_walinspect not usable here |');
