@@ -88,7 +88,17 @@ export function embeddedUrl(dataDir: string): string {
   return u.toString();
 }
 
-const SETTINGS = ['fsync', 'synchronous_commit', 'wal_sync_method', 'full_page_writes', 'shared_buffers', 'max_connections'];
+const SETTINGS = [
+  'fsync',
+  'synchronous_commit',
+  'wal_sync_method',
+  'full_page_writes',
+  'shared_buffers',
+  'max_connections',
+  'max_wal_size',
+  'checkpoint_timeout',
+  'track_commit_timestamp',
+];
 
 export async function inspectDatabase(url: string, kind: 'embedded' | 'external'): Promise<DatabaseFacts> {
   return withClient(url, async (c) => {
@@ -122,3 +132,20 @@ export async function createLimitTable(url: string): Promise<void> {
 }
 
 export { withClient };
+
+/** Whether the server keeps commit timestamps (the mixed scenario's exact commit → arrival needs them). */
+export async function commitTimestampsOn(url: string): Promise<boolean> {
+  return withClient(url, async (c) => (await c.query<{ v: string }>(`SELECT current_setting('track_commit_timestamp') AS v`)).rows[0]!.v === 'on');
+}
+
+/** Turns commit timestamps on for the next start of the server (ALTER SYSTEM: the bench's own embedded cluster only). */
+export async function enableCommitTimestamps(url: string): Promise<void> {
+  await withClient(url, (c) => c.query('ALTER SYSTEM SET track_commit_timestamp = on'));
+}
+
+/** The same server, another database. */
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = '/' + database;
+  return u.toString();
+}

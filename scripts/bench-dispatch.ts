@@ -9,7 +9,9 @@
 //      last arrival); CPU counted from the commit until every outcome is written;
 // 2. latency: events of identified visitors sent at a steady rate; for each,
 //    the time from its 202 (sent after commit) to the arrival of its
-//    notification (an upper bound of commit → arrival).
+//    notification: a LOWER bound of commit → arrival, since the commit came
+//    before the 202 (the mixed scenario, scripts/bench-mixed.ts, measures
+//    from the commit itself).
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';

@@ -11,6 +11,8 @@ export type RequestFactory = () => {
   path: string;
   body?: string;
   headers?: Record<string, string>;
+  /** a name for this request that a paced run reports back with its answer's time (autocannon ignores it) */
+  tag?: string;
 };
 
 export interface Scenario {
@@ -140,9 +142,12 @@ export interface ScenarioResult {
     service: Shot;
   }[];
   stored_events?: string;
+  /** `--stored`: service req/s on the stored database / on the empty one (medians, and per round) */
+  stored_to_empty?: number;
+  stored_to_empty_per_round?: number[];
 }
 
-function summarise(shots: Shot[]): ServerSummary {
+export function summarise(shots: Shot[]): ServerSummary {
   const m = (f: (s: Shot) => number) => median(shots.map(f));
   const pg = shots.every((s) => s.pg_cpu_us_per_req !== null);
   return {
@@ -158,51 +163,78 @@ function summarise(shots: Shot[]): ServerSummary {
   };
 }
 
-const ratio = (a: number, b: number) => (b > 0 ? Number((a / b).toFixed(3)) : 0);
+export const ratio = (a: number, b: number) => (b > 0 ? Number((a / b).toFixed(3)) : 0);
 
-function roundLine(name: string, s: Shot): string {
+export function roundLine(name: string, s: Shot): string {
   const pg = s.pg_cpu_us_per_req === null ? '' : `, PG ${s.pg_cpu_us_per_req} µs/req`;
   const bad = s.non2xx || s.errors ? `, non-2xx ${s.non2xx}, errors ${s.errors}` : '';
   return `${name} ${Math.round(s.rps)} req/s (p50 ${s.p50_ms} / p99 ${s.p99_ms} ms, Node ${s.node_cpu_us_per_req} µs/req${pg}${bad})`;
 }
 
+/** One service measured in a comparison: its label in the output, its server, and its requests. */
+export interface Contender {
+  /** appended to the scenario's name in the output (e.g. "+0 stored"); undefined: the scenario's name alone */
+  label?: string;
+  server: Server;
+  scenario: Scenario;
+}
+
 export async function compare(servers: { bare: Server; limit: Server; service: Server }, sc: Scenario, cfg: RoundsConfig): Promise<ScenarioResult> {
+  const [result] = await compareServices(servers, [{ server: servers.service, scenario: sc }], cfg);
+  return result!;
+}
+
+/**
+ * A warm-up of each server, then rounds alternating bare → limit → each
+ * contender in turn; the references get the first contender's requests.
+ * One result per contender, sharing the references' rounds.
+ */
+export async function compareServices(refs: { bare: Server; limit: Server }, contenders: Contender[], cfg: RoundsConfig): Promise<ScenarioResult[]> {
   const { log } = cfg;
-  if (sc.prepare) {
-    log(`\n== ${sc.key}: preparing`);
-    await sc.prepare(servers.service);
+  const first = contenders[0]!.scenario;
+  for (const c of contenders) {
+    if (c.scenario.prepare) {
+      log(`\n== ${c.scenario.key}${c.label ? ` [${c.label}]` : ''}: preparing`);
+      await c.scenario.prepare(c.server);
+    }
   }
-  log(`\n== ${sc.key}: ${sc.title}: warm-up`);
-  await shoot(servers.bare, sc.make, cfg.warmup.references, cfg);
-  if (sc.limit) await shoot(servers.limit, sc.make, cfg.warmup.references, cfg);
-  await shoot(servers.service, sc.make, cfg.warmup.service, cfg);
-  const rounds: ScenarioResult['per_round'] = [];
+  log(`\n== ${first.key}: ${first.title}: warm-up`);
+  await shoot(refs.bare, first.make, cfg.warmup.references, cfg);
+  if (first.limit) await shoot(refs.limit, first.make, cfg.warmup.references, cfg);
+  for (const c of contenders) await shoot(c.server, c.scenario.make, cfg.warmup.service, cfg);
+  const rounds: ScenarioResult['per_round'][] = contenders.map(() => []);
   for (let i = 0; i < cfg.rounds; i++) {
-    const bare = await shoot(servers.bare, sc.make, cfg.duration, cfg);
-    const limit = sc.limit ? await shoot(servers.limit, sc.make, cfg.duration, cfg) : null;
-    const start = monotonicUs();
-    const service = await shoot(servers.service, sc.make, cfg.duration, cfg);
-    cfg.serviceWindows.push({ scenario: sc.key, round: i + 1, start_us: start, end_us: monotonicUs() });
-    const toLimit = limit ? ratio(service.rps, limit.rps) : null;
-    const toBare = ratio(service.rps, bare.rps);
-    rounds.push({ service_to_limit: toLimit, service_to_bare: toBare, bare, limit, service });
+    const bare = await shoot(refs.bare, first.make, cfg.duration, cfg);
+    const limit = first.limit ? await shoot(refs.limit, first.make, cfg.duration, cfg) : null;
     log(`   round ${i + 1}: ${roundLine('bare', bare)}`);
     if (limit) log(`            ${roundLine('limit', limit)}`);
-    log(`            ${roundLine('service', service)}`);
-    log(`            service/limit ${toLimit ?? '—'}, service/bare ${toBare}`);
+    for (const [k, c] of contenders.entries()) {
+      const start = monotonicUs();
+      const service = await shoot(c.server, c.scenario.make, cfg.duration, cfg);
+      cfg.serviceWindows.push({ scenario: c.scenario.key + (c.label ? ` [${c.label}]` : ''), round: i + 1, start_us: start, end_us: monotonicUs() });
+      const toLimit = limit ? ratio(service.rps, limit.rps) : null;
+      const toBare = ratio(service.rps, bare.rps);
+      rounds[k]!.push({ service_to_limit: toLimit, service_to_bare: toBare, bare, limit, service });
+      log(`            ${roundLine(c.label ? `service [${c.label}]` : 'service', service)}`);
+      log(`            service/limit ${toLimit ?? '—'}, service/bare ${toBare}`);
+    }
   }
-  const bare = summarise(rounds.map((r) => r.bare));
-  const limit = sc.limit ? summarise(rounds.map((r) => r.limit!)) : null;
-  const service = summarise(rounds.map((r) => r.service));
-  return {
-    scenario: sc.key,
-    title: sc.title,
-    bare,
-    limit,
-    service,
-    service_to_limit: limit ? ratio(service.rps, limit.rps) : null,
-    service_to_bare: ratio(service.rps, bare.rps),
-    limit_to_bare: limit ? ratio(limit.rps, bare.rps) : null,
-    per_round: rounds,
-  };
+  return contenders.map((c, k) => {
+    const r = rounds[k]!;
+    const bare = summarise(r.map((p) => p.bare));
+    const limit = first.limit ? summarise(r.map((p) => p.limit!)) : null;
+    const service = summarise(r.map((p) => p.service));
+    return {
+      scenario: c.scenario.key,
+      title: c.scenario.title,
+      bare,
+      limit,
+      service,
+      service_to_limit: limit ? ratio(service.rps, limit.rps) : null,
+      service_to_bare: ratio(service.rps, bare.rps),
+      limit_to_bare: limit ? ratio(limit.rps, bare.rps) : null,
+      per_round: r,
+      ...(c.label ? { stored_events: c.label } : {}),
+    };
+  });
 }

@@ -2,6 +2,13 @@
 // address in X-Forwarded-For (the service runs with TRUST_PROXY=true), so each
 // one is geo-located as it would be behind a load balancer. The limit server
 // gets exactly the same requests.
+//
+// Visitor ids look like the tracker's (src/tracking/tracker/tracker.ts: 32
+// random hex digits), so a new visitor's key lands anywhere in the visitors
+// primary key and in events_visitor, as in production: ids that grow in order
+// would always append at one edge of those indexes, and the cost of large
+// indexes (`--stored`) would not show.
+import { createHash, randomUUID } from 'node:crypto';
 import type { RequestFactory, Scenario } from './bench-rounds.ts';
 import type { Server } from './bench-servers.ts';
 
@@ -19,7 +26,9 @@ const CLIENTS = ['193.0.6.139', '8.8.4.4', '2001:200::1', '81.2.69.160', '139.13
 
 export const RETURNING_VISITORS = 1000;
 
-export const DEFAULT_SCENARIOS = ['view', 'updatecart', 'view-returning', 'updatecart-returning', 'identify', 'dispatch'];
+export const DEFAULT_SCENARIOS = ['view', 'updatecart', 'view-returning', 'updatecart-returning', 'identify', 'mixed', 'dispatch'];
+/** what `--stored N` measures unless --only says otherwise */
+export const STORED_SCENARIOS = ['view', 'view-returning'];
 /** accepted in --only besides the keys: `ingest` is the former name of updatecart */
 export const ALIASES: Record<string, string> = { ingest: 'updatecart' };
 
@@ -31,6 +40,11 @@ const UPDATECART_BODY = JSON.stringify({
   ],
   cart_value: 49.5,
 });
+/** a new visitor's id, as the tracker makes one: 32 random hex digits */
+export const freshId = (): string => randomUUID().replace(/-/g, '');
+/** a known visitor's id: 32 hex digits derived from a name, the same every time */
+export const knownId = (name: string): string => createHash('sha256').update(name).digest('hex').slice(0, 32);
+
 const VIEW_BODIES = Array.from({ length: 50 }, (_, i) => JSON.stringify({ page: `https://bench-shop.example/collections/summer?page=${i}` }));
 
 export function buildScenarios(ctx: ScenarioContext): Map<string, Scenario> {
@@ -51,12 +65,13 @@ export function buildScenarios(ctx: ScenarioContext): Map<string, Scenario> {
     (name: 'view' | 'updatecart'): RequestFactory =>
     () => {
       const n = ++seq;
-      return event(name, `r${run}-${n}`, `c${run}-${n}`, n);
+      return event(name, `r${run}-${n}`, freshId(), n);
     };
 
   /** RETURNING_VISITORS visitors, created once, then coming back in turn */
   const returning = (name: 'view' | 'updatecart'): Scenario => {
-    const visitor = (i: number) => `k${run}-${name}-${i % RETURNING_VISITORS}`;
+    const ids = Array.from({ length: RETURNING_VISITORS }, (_, i) => knownId(`k${run}-${name}-${i}`));
+    const visitor = (i: number) => ids[i % RETURNING_VISITORS]!;
     let next = 0;
     const make: RequestFactory = () => {
       const i = next++;
@@ -81,7 +96,7 @@ export function buildScenarios(ctx: ScenarioContext): Map<string, Scenario> {
   const identify: RequestFactory = () => {
     const n = ++seq;
     const payload = Buffer.from(JSON.stringify({ email: `v${n}-${run}@bench.example`, name: 'Bench Visitor' })).toString('base64url');
-    return { method: 'GET', path: `/jsv1/identify/${org}/r${run}-${n}/i${run}-${n}/${payload}`, headers: xff(n) };
+    return { method: 'GET', path: `/jsv1/identify/${org}/r${run}-${n}/${freshId()}/${payload}`, headers: xff(n) };
   };
 
   const list: Scenario[] = [

@@ -138,11 +138,63 @@ export function serviceCommand(opts: ServiceCommandOptions): ServiceCommand {
   return { command, args, line: words.map((w) => (w === process.execPath ? 'node' : w)).join(' '), how };
 }
 
+/** The service's environment in the bench (BENCHMARKS.md "Method"). */
+export function serviceEnvironment(o: {
+  dataDir: string;
+  port: number;
+  databaseUrl?: string | undefined;
+  dispatchConcurrency?: number | undefined;
+}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TRACKWAY_DATA_DIR: o.dataDir,
+    PORT: String(o.port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // requests carry public client addresses in X-Forwarded-For, so every
+    // event is geo-located as it would be behind a load balancer
+    TRUST_PROXY: 'true',
+    // the limiters run (their cost is measured) but never throttle the bench's 8 client addresses
+    TRACKING_RATE_LIMIT: '1000000000/1s',
+    TRACKING_IDENTIFY_RATE_LIMIT: '1000000000/1s',
+    TRACKWAY_BOOTSTRAP_PLATFORM: 'bench',
+    TRACKWAY_BOOTSTRAP_EMAIL: 'bench@bench.example',
+    TRACKWAY_BOOTSTRAP_PASSWORD: 'bench-password-1',
+  };
+  if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
+  else delete env.DATABASE_URL;
+  if (o.dispatchConcurrency !== undefined) env.WEBHOOK_CONCURRENCY = String(o.dispatchConcurrency);
+  return env;
+}
+
 export async function startService(cmd: ServiceCommand, env: NodeJS.ProcessEnv, port: number): Promise<Server> {
   const child = spawn(cmd.command, cmd.args, { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
   const base = `http://127.0.0.1:${port}`;
   await ready(`${base}/readyz`, child, 300);
   return { name: 'service', base, pid: child.pid!, child };
+}
+
+// ---- talking to the service -------------------------------------------------
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the bench reads the API's JSON answers untyped
+export async function json(method: string, url: string, body?: unknown, token?: string): Promise<any> {
+  const r = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.text();
+  if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** The bench's platform account on a service, and a merchant organisation registered through it. */
+export async function organisation(base: string, email: string, domain: string): Promise<{ org: number; token: string }> {
+  const login = await json('POST', `${base}/v1/rest/bench/users/login`, { email: 'bench@bench.example', password: 'bench-password-1' });
+  const token = login.bearer_token as string;
+  const reg = await json('POST', `${base}/v1/rest/bench/users/register`, { email, domain }, token);
+  return { org: reg.organisation.id as number, token };
 }
 
 // ---- the references ----------------------------------------------------------

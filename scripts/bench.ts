@@ -12,12 +12,17 @@
 // per round), p50/p99, and CPU per request of each server's Node processes
 // and of PostgreSQL (/proc deltas over each round). Then the dispatcher
 // against a raw got loop, commit → arrival latency, and the service's peak RSS.
+// After each ingest scenario, WAL bytes per request (service and limit).
+// `mixed`: a shop's traffic with exported events and identifies, unthrottled
+// and at a share of its own maximum, with commit → arrival of the exports
+// (scripts/bench-mixed.ts). `--stored N`: a second service on a database
+// holding N events, in the same rounds (scripts/bench-stored.ts).
 // Prints one table, writes every round as JSON to bench-results/.
 //
 // Options:
 //   --quick                   3 rounds of 3 s, smaller dispatch backlog
 //   --only a,b                scenarios: view, updatecart (or ingest), view-returning,
-//                             updatecart-returning, identify, read, dispatch
+//                             updatecart-returning, identify, mixed, read, dispatch
 //   --rounds N  --duration S  --connections N   (defaults 5 / 10 s / 64)
 //   --database-url URL        run on that PostgreSQL (also DATABASE_URL): a scratch
 //                             database is created there and dropped afterwards
@@ -31,172 +36,145 @@
 //   --got-mode prepared|plain how the got loop drives got (default prepared, as the sender does)
 //   --limit-in-flight N  --limit-batch N   the limit server's group commit (defaults 2 / 256, as ingest)
 //   --cpu-prof                V8 CPU profiles of the service into bench-results/
-//   --preload N               updatecart and read measured before and after writing N events
+//   --stored N                a second service on a database with N stored events, rounds alternating
+//                             with the empty one (default scenarios then: view, view-returning)
+//   --stored-per-visitor E    stored events per stored visitor (default 5)
+//   --wal-events N            requests per WAL measurement (default 10,000; 2,000 with --quick; 0: none)
+//   --mixed-load P            the mixed scenario's rated phase, % of its own maximum (default 50)
+//   --mixed-export P          % of its requests that are page views by contacts, exported (default 10)
+//   --mixed-identify P        % that identify a new visitor (default 5)
+//   --mixed-new P             % of the anonymous page views by a new visitor (default 50; the rest: 1,000 known ones)
+//   --mixed-contacts N        visitors identified beforehand whose views are exported (default 1,000)
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { BenchArgsError, parseBenchArgs } from './bench-args.ts';
 import { type DispatchResult, benchDispatch, dispatcherConcurrency } from './bench-dispatch.ts';
 import {
   LIMIT_TABLE,
   type ScratchDatabase,
+  commitTimestampsOn,
   createLimitTable,
   createScratchDatabase,
   embeddedUrl,
+  enableCommitTimestamps,
   inspectDatabase,
   redact,
+  withDatabase,
 } from './bench-database.ts';
+import { type MixedResult, benchMixed } from './bench-mixed.ts';
 import { RssPeak, notPostgres, processTree, treeRss } from './bench-proc.ts';
 import { dispatchLines, perRoundLines, resultsTable, rssLine } from './bench-report.ts';
+import { mixedLines, storedLines, walLines } from './bench-report-extra.ts';
 import { type RoundsConfig, type ScenarioResult, type ServiceWindow, compare, shoot } from './bench-rounds.ts';
-import { ALIASES, DEFAULT_SCENARIOS, buildScenarios } from './bench-scenarios.ts';
-import { ROOT, freePort, serviceCommand, startBare, startLimit, startService, stopProcess } from './bench-servers.ts';
+import { buildScenarios } from './bench-scenarios.ts';
+import {
+  type Server,
+  ROOT,
+  freePort,
+  json,
+  organisation,
+  serviceCommand,
+  serviceEnvironment,
+  startBare,
+  startLimit,
+  startService,
+  stopProcess,
+} from './bench-servers.ts';
+import { type StoredResult, benchStored } from './bench-stored.ts';
+import { type WalProbe, type WalShot, openWalProbe, scenarioWal } from './bench-wal.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    only: { type: 'string' },
-    rounds: { type: 'string' },
-    duration: { type: 'string' },
-    connections: { type: 'string' },
-    preload: { type: 'string' },
-    'cpu-prof': { type: 'boolean', default: false },
-    'database-url': { type: 'string' },
-    'as-is': { type: 'boolean', default: false },
-    'service-cmd': { type: 'string' },
-    workers: { type: 'string' },
-    'dispatch-concurrency': { type: 'string' },
-    'got-mode': { type: 'string', default: 'prepared' },
-    'limit-in-flight': { type: 'string', default: '2' },
-    'limit-batch': { type: 'string', default: '256' },
-  },
-});
-
-function whole(name: string, raw: string | undefined, def: number, min = 1): number {
-  if (raw === undefined) return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name}: "${raw}" is not a whole number ≥ ${min}`);
-  return n;
+let opts: ReturnType<typeof parseBenchArgs>;
+try {
+  opts = parseBenchArgs(process.argv.slice(2), process.env);
+} catch (e) {
+  if (!(e instanceof BenchArgsError)) throw e;
+  process.stderr.write(`npm run bench: ${e.message}\n`);
+  process.exit(2);
 }
-
-const QUICK = args.quick;
-const ROUNDS = whole('rounds', args.rounds, QUICK ? 3 : 5);
-if (ROUNDS < 3) throw new Error('--rounds: at least 3 (a median of fewer says little)');
-const DURATION = whole('duration', args.duration, QUICK ? 3 : 10);
-const CONNECTIONS = whole('connections', args.connections, 64);
-const PRELOAD = whole('preload', args.preload, 0, 0);
-const WORKERS = args.workers === undefined ? undefined : whole('workers', args.workers, 1);
-const ONLY = new Set((args.only ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => ALIASES[s.trim()] ?? s.trim()));
-const GOT_MODE = args['got-mode'] === 'plain' ? 'plain' : 'prepared';
-const DATABASE_URL = args['database-url'] ?? process.env.DATABASE_URL;
+const ONLY = opts.scenarios;
 const STARTED = Date.now();
 
 function log(line: string): void {
   process.stderr.write(line + '\n');
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the bench reads the API's JSON answers untyped
-async function json(method: string, url: string, body?: unknown, token?: string): Promise<any> {
-  const r = await fetch(url, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  if (r.status >= 300) throw new Error(`${method} ${url} → ${r.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
-
 const children: ChildProcess[] = [];
-let scratch: ScratchDatabase | undefined;
-let dataDir: string | undefined;
+/** databases this run created on an external server, dropped at the end */
+const scratches: ScratchDatabase[] = [];
+const dataDirs: string[] = [];
 let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    // the service first: it drains its ingest queue and stops the embedded PostgreSQL it started
+    // the services first (the first one started stops the embedded PostgreSQL), last started first
     for (const c of [...children].reverse()) await stopProcess(c);
-    if (scratch) await scratch.drop().catch((e: unknown) => log(`could not drop ${scratch!.name}: ${(e as Error).message}`));
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    for (const s of scratches) await s.drop().catch((e: unknown) => log(`could not drop ${s.name}: ${(e as Error).message}`));
+    for (const d of dataDirs) fs.rmSync(d, { recursive: true, force: true });
   })();
   return cleaning;
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    log(`\n${signal}: stopping the servers${scratch ? ` and dropping ${scratch.name}` : ''}`);
+    log(`\n${signal}: stopping the servers${scratches.length ? ` and dropping ${scratches.map((s) => s.name).join(', ')}` : ''}`);
     void cleanup().finally(() => process.exit(130));
   });
 }
 
 async function main(): Promise<string> {
-  const known = new Set([...DEFAULT_SCENARIOS, 'read']);
-  for (const k of ONLY) if (!known.has(k)) throw new Error(`--only: unknown scenario "${k}" (known: ${[...known].join(', ')})`);
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-bench-'));
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-bench-'));
+  dataDirs.push(dataDir);
   const resultsDir = path.join(ROOT, 'bench-results');
   fs.mkdirSync(resultsDir, { recursive: true });
-  const [servicePort, barePort, limitPort, receiverPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-
-  if (DATABASE_URL && args['as-is']) {
+  const [servicePort, barePort, limitPort, receiverPort, mixedPort, storedPort] = (await Promise.all(
+    Array.from({ length: 6 }, () => freePort()),
+  )) as [number, number, number, number, number, number];
+  const DATABASE_URL = opts.databaseUrl;
+  let scratch: ScratchDatabase | undefined;
+  if (DATABASE_URL && opts.asIs) {
     scratch = { url: DATABASE_URL, name: new URL(DATABASE_URL).pathname.slice(1), drop: async () => {} };
     log(`database ${redact(DATABASE_URL)} as it is (--as-is)`);
   } else if (DATABASE_URL) {
     scratch = await createScratchDatabase(DATABASE_URL);
+    scratches.push(scratch);
     log(`scratch database ${scratch.name} on ${redact(DATABASE_URL)}`);
   }
-  const serviceEnv: NodeJS.ProcessEnv = {
-    ...process.env,
-    TRACKWAY_DATA_DIR: dataDir,
-    PORT: String(servicePort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    // requests carry public client addresses in X-Forwarded-For, so every
-    // event is geo-located as it would be behind a load balancer
-    TRUST_PROXY: 'true',
-    // the limiters run (their cost is measured) but never throttle the bench's 8 client addresses
-    TRACKING_RATE_LIMIT: '1000000000/1s',
-    TRACKING_IDENTIFY_RATE_LIMIT: '1000000000/1s',
-    TRACKWAY_BOOTSTRAP_PLATFORM: 'bench',
-    TRACKWAY_BOOTSTRAP_EMAIL: 'bench@bench.example',
-    TRACKWAY_BOOTSTRAP_PASSWORD: 'bench-password-1',
-  };
-  if (scratch) serviceEnv.DATABASE_URL = scratch.url;
-  else delete serviceEnv.DATABASE_URL;
-  if (args['dispatch-concurrency']) serviceEnv.WEBHOOK_CONCURRENCY = String(whole('dispatch-concurrency', args['dispatch-concurrency'], 0));
+  const serviceEnv = serviceEnvironment({ dataDir, port: servicePort, databaseUrl: scratch?.url, dispatchConcurrency: opts.dispatchConcurrency });
 
-  const cmd = serviceCommand({ cmd: args['service-cmd'], workers: WORKERS, cpuProfDir: args['cpu-prof'] ? resultsDir : undefined });
+  const cmd = serviceCommand({ cmd: opts.serviceCmd, workers: opts.workers, cpuProfDir: opts.cpuProf ? resultsDir : undefined });
   log(`service: ${cmd.line}   [${cmd.how}]   data dir ${dataDir}`);
-  const spawnedAt = performance.now();
-  const service = await startService(cmd, serviceEnv, servicePort);
+  let spawnedAt = performance.now();
+  let service = await startService(cmd, serviceEnv, servicePort);
   children.push(service.child);
+  let dbUrl = scratch ? scratch.url : embeddedUrl(dataDir);
+
+  // the mixed scenario's exact commit → arrival needs commit timestamps: on for our own embedded cluster (a restart)
+  let commitTimestamps = await commitTimestampsOn(dbUrl);
+  if (ONLY.has('mixed') && !commitTimestamps && !scratch) {
+    log('track_commit_timestamp = on for the embedded PostgreSQL (the mixed scenario’s commit → arrival): restarting the service');
+    await enableCommitTimestamps(dbUrl);
+    await stopProcess(service.child);
+    children.pop();
+    spawnedAt = performance.now();
+    service = await startService(cmd, serviceEnv, servicePort);
+    children.push(service.child);
+    commitTimestamps = await commitTimestampsOn(embeddedUrl(dataDir)); // the port may have moved
+  }
   const readyAfter = (performance.now() - spawnedAt) / 1000;
 
-  const databaseUrl = scratch ? scratch.url : embeddedUrl(dataDir);
-  const db = await inspectDatabase(databaseUrl, scratch ? 'external' : 'embedded');
+  if (!scratch) dbUrl = embeddedUrl(dataDir);
+  const db = await inspectDatabase(dbUrl, scratch ? 'external' : 'embedded');
   log(
-    `database: ${db.kind} PostgreSQL ${db.version} at ${db.where} (fsync ${db.settings.fsync}, synchronous_commit ${db.settings.synchronous_commit}); ` +
-      `PostgreSQL CPU counts ${db.cpuScope}`,
+    `database: ${db.kind} PostgreSQL ${db.version} at ${db.where} (fsync ${db.settings.fsync}, synchronous_commit ${db.settings.synchronous_commit}, ` +
+      `track_commit_timestamp ${db.settings.track_commit_timestamp}); PostgreSQL CPU counts ${db.cpuScope}`,
   );
-  await createLimitTable(databaseUrl);
-  const limit = await startLimit(limitPort, {
-    databaseUrl,
-    table: LIMIT_TABLE,
-    maxBatch: whole('limit-batch', args['limit-batch'], 256),
-    inFlight: whole('limit-in-flight', args['limit-in-flight'], 2),
-  });
+  await createLimitTable(dbUrl);
+  const limit = await startLimit(limitPort, { databaseUrl: dbUrl, table: LIMIT_TABLE, maxBatch: opts.limitBatch, inFlight: opts.limitInFlight });
   children.push(limit.child);
   const bare = await startBare(barePort);
   children.push(bare.child);
 
-  const login = await json('POST', `${service.base}/v1/rest/bench/users/login`, { email: 'bench@bench.example', password: 'bench-password-1' });
-  const token = login.bearer_token as string;
-  const reg = await json(
-    'POST',
-    `${service.base}/v1/rest/bench/users/register`,
-    { email: 'shop@bench.example', domain: 'bench-shop.example' },
-    token,
-  );
-  const org = reg.organisation.id as number;
+  const { org, token } = await organisation(service.base, 'shop@bench.example', 'bench-shop.example');
 
   const idle = treeRss(service.pid, notPostgres);
   const serviceProcesses = processTree(service.pid, notPostgres).map((p) => `${p.pid} ${p.comm}`);
@@ -204,62 +182,115 @@ async function main(): Promise<string> {
   const serviceRss = new RssPeak(service.pid, notPostgres);
   const serviceWindows: ServiceWindow[] = [];
   const cfg: RoundsConfig = {
-    connections: CONNECTIONS,
-    duration: DURATION,
-    rounds: ROUNDS,
-    warmup: { references: QUICK ? 2 : 3, service: QUICK ? 2 : 5 },
+    connections: opts.connections,
+    duration: opts.duration,
+    rounds: opts.rounds,
+    warmup: { references: opts.quick ? 2 : 3, service: opts.quick ? 2 : 5 },
     postmasterPid: db.postmasterPid,
     log,
     serviceRss,
     serviceWindows,
   };
   const run = `${process.pid.toString(36)}${Date.now().toString(36)}`;
-  const scenarios = buildScenarios({
-    org,
-    token,
-    run,
-    send: async (server, make, amount) => {
-      const s = await shoot(server, make, 0, cfg, { amount });
-      if (s.non2xx || s.errors || s.completed < amount) {
-        throw new Error(`preparing: ${s.completed}/${amount} requests completed, ${s.non2xx} non-2xx, ${s.errors} errors`);
-      }
-      log(`   ${s.completed} requests, all 2xx`);
-    },
-  });
+  const send = async (server: Server, make: Parameters<typeof shoot>[1], amount: number) => {
+    const s = await shoot(server, make, 0, cfg, { amount });
+    if (s.non2xx || s.errors || s.completed < amount) {
+      throw new Error(`preparing: ${s.completed}/${amount} requests completed, ${s.non2xx} non-2xx, ${s.errors} errors`);
+    }
+    log(`   ${s.completed} requests, all 2xx`);
+  };
+  const scenarios = buildScenarios({ org, token, run, send });
   const servers = { bare, limit, service };
+  const wal: WalProbe | undefined = opts.walEvents > 0 ? await openWalProbe(dbUrl) : undefined;
+  if (wal && wal.breakdown !== true) log(`WAL: totals only, ${wal.breakdown}`);
+  const walShots: WalShot[] = [];
 
   const results: ScenarioResult[] = [];
-  if (PRELOAD > 0) {
-    const { preloadEvents } = await import('./bench-preload.ts');
-    const pair = [scenarios.get('updatecart')!, scenarios.get('read')!];
-    const before: ScenarioResult[] = [];
-    for (const sc of pair) before.push(await compare(servers, sc, cfg));
-    log(`\n== preloading ${PRELOAD} events`);
-    await preloadEvents(databaseUrl, org, PRELOAD, log);
-    for (let i = 0; i < pair.length; i++) {
-      const after = await compare(servers, pair[i]!, cfg);
-      results.push({ ...before[i]!, stored_events: 'before preload' }, { ...after, stored_events: `after ${PRELOAD}` });
-    }
+  let stored: StoredResult | undefined;
+  const ingestKeys = [...scenarios.keys()].filter((k) => ONLY.has(k));
+  if (opts.stored > 0) {
+    // the second service: the same command and settings, its own data dir and database on the same PostgreSQL
+    const storedDb = await createScratchDatabase(withDatabase(dbUrl, 'postgres'));
+    if (scratch) scratches.push(storedDb);
+    const storedDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-bench-stored-'));
+    dataDirs.push(storedDir);
+    log(`second service on ${storedDb.name} (for --stored)`);
+    const second = await startService(
+      cmd,
+      { ...serviceEnv, TRACKWAY_DATA_DIR: storedDir, PORT: String(storedPort), DATABASE_URL: storedDb.url },
+      storedPort,
+    );
+    children.push(second.child);
+    const o2 = await organisation(second.base, 'shop@bench.example', 'bench-shop.example');
+    const walStored = opts.walEvents > 0 ? await openWalProbe(storedDb.url) : undefined;
+    stored = await benchStored({
+      refs: { bare, limit },
+      empty: { server: service, databaseUrl: dbUrl, org, scenarios, wal },
+      stored: { server: second, databaseUrl: storedDb.url, org: o2.org, scenarios: buildScenarios({ ...o2, run, send }), wal: walStored },
+      events: opts.stored,
+      perVisitor: opts.storedPerVisitor,
+      keys: ingestKeys,
+      cfg,
+      walEvents: opts.walEvents,
+    });
+    await walStored?.close();
+    results.push(...stored.results);
+    walShots.push(...stored.wal);
   } else {
-    for (const [key, sc] of scenarios) if (ONLY.has(key)) results.push(await compare(servers, sc, cfg));
+    for (const key of ingestKeys) {
+      const sc = scenarios.get(key)!;
+      results.push(await compare(servers, sc, cfg));
+      if (wal && sc.limit) {
+        const targets = [
+          { label: 'limit', server: limit, make: sc.make },
+          { label: 'service', server: service, make: sc.make },
+        ];
+        walShots.push(...(await scenarioWal(wal, key, targets, opts.walEvents, cfg)));
+      }
+    }
   }
+
+  let mixed: MixedResult | undefined;
+  if (ONLY.has('mixed')) {
+    const domain = 'mixed-shop.example';
+    const m = await organisation(service.base, 'mixed@bench.example', domain);
+    mixed = await benchMixed({
+      servers,
+      cfg,
+      mix: opts.mix,
+      org: m.org,
+      domain,
+      token: m.token,
+      run,
+      databaseUrl: dbUrl,
+      receiverPort: mixedPort,
+      commitTimestamps,
+      send,
+      api: (method, p, body) => json(method, service.base + p, body, m.token),
+      wal,
+      walEvents: opts.walEvents,
+    });
+    results.push(mixed.max);
+    walShots.push(...mixed.wal.map((w) => ({ scenario: 'mixed', ...w })));
+  }
+  await wal?.close();
 
   let dispatch: DispatchResult | undefined;
   const { n: concurrency, from } = dispatcherConcurrency(serviceEnv);
-  if (ONLY.has('dispatch') && PRELOAD === 0) {
+  if (ONLY.has('dispatch')) {
     log(`\n== dispatch (local keep-alive receiver; got loop at ${concurrency} in flight, from ${from})`);
     dispatch = await benchDispatch({
       serviceBase: service.base,
       servicePid: service.pid,
       postmasterPid: db.postmasterPid,
-      databaseUrl,
+      databaseUrl: dbUrl,
       token,
       org,
       receiverPort,
-      quick: QUICK,
-      rounds: ROUNDS,
+      quick: opts.quick,
+      rounds: opts.rounds,
       concurrency,
-      gotMode: GOT_MODE,
+      gotMode: opts.gotMode,
       serviceRss,
       serviceWindows,
       log,
@@ -292,19 +323,21 @@ async function main(): Promise<string> {
     database: db,
     service: { command: cmd.line, how: cmd.how, processes_at_start: serviceProcesses, ready_after_s: Number(readyAfter.toFixed(1)) },
     method: {
-      connections: CONNECTIONS,
-      duration_s: DURATION,
-      rounds: ROUNDS,
-      quick: QUICK,
-      preload_events: PRELOAD,
+      connections: opts.connections,
+      duration_s: opts.duration,
+      rounds: opts.rounds,
+      quick: opts.quick,
+      stored_events: opts.stored,
+      wal_requests: opts.walEvents,
+      mix: opts.mix,
       order: 'warm-up of each, then rounds bare → limit → service',
-      limit_group_commit: {
-        max_batch: whole('limit-batch', args['limit-batch'], 256),
-        in_flight: whole('limit-in-flight', args['limit-in-flight'], 2),
-      },
+      limit_group_commit: { max_batch: opts.limitBatch, in_flight: opts.limitInFlight },
       tracking_rate_limit: serviceEnv.TRACKING_RATE_LIMIT,
     },
     results,
+    stored: stored ? { facts: stored.facts } : undefined,
+    mixed: mixed ? { ...mixed, max: undefined } : undefined,
+    wal: walShots,
     dispatch,
     service_rss: rss,
     /** when each measured service round ran, on the clock of V8's CPU profiles (scripts/profile-summary.ts --bench) */
@@ -320,7 +353,7 @@ async function main(): Promise<string> {
   log(`limit server: ${limitStats.rows} rows in ${limitStats.batches} transactions (${summary.limit_batches.rows_per_batch} per batch)`);
   const out: string[] = [
     '',
-    `== summary: ${ROUNDS} rounds × ${DURATION} s at ${CONNECTIONS} connections, rounds alternating bare → limit → service`,
+    `== summary: ${opts.rounds} rounds × ${opts.duration} s at ${opts.connections} connections, rounds alternating bare → limit → service`,
     `service: ${cmd.line} [${cmd.how}]`,
     `database: ${db.kind} PostgreSQL ${db.version} at ${db.where}, fsync ${db.settings.fsync}, synchronous_commit ${db.settings.synchronous_commit}; PostgreSQL CPU = ${db.cpuScope}`,
     '',
@@ -329,6 +362,9 @@ async function main(): Promise<string> {
     'per round:',
     ...perRoundLines(results).map((l) => '  ' + l),
     '',
+    ...(stored ? [...storedLines(stored), ''] : []),
+    ...(mixed ? [...mixedLines(mixed), ''] : []),
+    ...(walShots.length ? [...walLines(walShots), ''] : []),
     ...(dispatch ? dispatchLines(dispatch) : []),
     rssLine(rss),
     `written to ${path.relative(ROOT, file)}`,
@@ -356,7 +392,7 @@ main()
   .then(
     async (file) => {
       await cleanup();
-      if (args['cpu-prof']) profilesNote(file);
+      if (opts.cpuProf) profilesNote(file);
     },
     async (err: unknown) => {
       console.error(err);
