@@ -2,7 +2,7 @@
 // sign in, organisations (search, paging), an organisation (ids, snippet
 // copied to the clipboard, activity), integrations (create, test, edit,
 // toggle, secret, delete), deliveries (a failed one, its attempts, retry),
-// visitors and one visitor's events, an expired session and sign-out. Every
+// visitors and one visitor's timeline, an expired session and sign-out. Every
 // page is photographed at desktop and phone width into
 // test-artifacts/screenshots/dashboard-*.png. The server, data, browser and
 // page helpers they share are in world.ts.
@@ -257,9 +257,9 @@ describe('dashboard in Chromium', function () {
         .to.include(visitorA.core)
         .and.include('jane.doe@example.com');
       await visible(page.getByRole('link', { name: 'https://linen.example/products/linen-shirt' }).first());
-      const events = page.locator('table.rows tbody tr');
-      await page.waitForFunction(() => document.querySelectorAll('table.rows tbody tr').length === 3);
-      expect(await page.locator('table.rows tbody td[data-label="Event"]').allTextContents()).to.deep.equal(['updatecart', 'productview', 'view']);
+      const events = page.locator('table.events tbody tr');
+      await page.waitForFunction(() => document.querySelectorAll('table.events tbody tr').length === 3);
+      expect(await page.locator('table.events td.event-name code').allTextContents()).to.deep.equal(['updatecart', 'productview', 'view']);
       expect(await events.nth(1).textContent()).to.include('https://linen.example/products/linen-shirt');
       await fitsWidth(page, DESKTOP.width, 'visitor');
       await screenshot(page, 'dashboard-visitor-desktop', true);

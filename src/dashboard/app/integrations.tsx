@@ -90,7 +90,7 @@ function IntegrationForm({
   const [removeToken, setRemoveToken] = useState(false);
   const [timeout, setTimeoutSeconds] = useState(existing?.data.httpTimeout ?? '10');
   const [contacts, setContacts] = useState(existing?.data.do_contacts ?? true);
-  const [events, setEvents] = useState(existing?.data.do_events ?? false);
+  const [events, setEvents] = useState(existing?.data.do_events ?? true);
   const [active, setActive] = useState(existing?.active ?? true);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiFailure | null>(null);

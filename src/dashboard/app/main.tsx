@@ -1,10 +1,11 @@
 // The dashboard: sign-in, then the platform's organisations and, per
-// organisation, its overview, integrations, deliveries, visitors and trust
-// settings.
+// organisation, its overview, integrations, deliveries, visitors (each with
+// its timeline), events and trust settings.
 import { type JSX, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { clearSession, loadSession, onSessionExpired, type Session, saveSession } from './api.ts';
 import { Deliveries } from './deliveries.tsx';
+import { Events } from './events.tsx';
 import { Integrations } from './integrations.tsx';
 import { OrganisationFrame, Overview } from './organisation.tsx';
 import { Organisations } from './organisations.tsx';
@@ -22,6 +23,7 @@ function Page({ url }: { url: URL }) {
     [`${BASE}/organisations/:id/deliveries`, (id) => <Deliveries orgId={id} url={url} />],
     [`${BASE}/organisations/:id/visitors`, (id) => <Visitors orgId={id} url={url} />],
     [`${BASE}/organisations/:id/visitors/:core`, (id, p) => <Visitor orgId={id} coreId={p.core!} />],
+    [`${BASE}/organisations/:id/events`, (id) => <Events orgId={id} url={url} />],
     [`${BASE}/organisations/:id/settings`, (id) => <Settings orgId={id} />],
   ];
   for (const [pattern, view] of tabs) {

@@ -17,6 +17,7 @@ const TABS = [
   ['/integrations', 'Integrations'],
   ['/deliveries', 'Deliveries'],
   ['/visitors', 'Visitors'],
+  ['/events', 'Events'],
   ['/settings', 'Settings'],
 ] as const;
 

@@ -1,9 +1,11 @@
 // Visitors of one organisation, most recently seen first (all, or only those
 // who became contacts), and one visitor: who, where, recent activity and its
-// events (listEvents?core_id=).
+// timeline (listEvents?core_id=, shown as on the Events page).
 import { api, call, platform, type Schemas } from './api.ts';
 import { BASE, Link, navigate } from './router.ts';
-import { ago, Badge, Breakable, dateTime, Empty, ExternalLink, Pager, Show, useAsync, usePager } from './ui.tsx';
+import { EventTable } from './event-list.tsx';
+import { eventsHref } from './events.tsx';
+import { ago, Badge, dateTime, Empty, ExternalLink, Pager, Show, useAsync, usePager } from './ui.tsx';
 
 function place(l: Schemas['Location'] | null): string {
   if (!l) return 'Unknown';
@@ -106,13 +108,6 @@ export function Visitors({ orgId, url }: { orgId: number; url: URL }) {
 function GeoAttribution({ inline = false }: { inline?: boolean }) {
   const link = <a href="https://db-ip.com">IP Geolocation by DB-IP</a>;
   return inline ? <span class="muted small">({link})</span> : <p class="muted small">Locations: {link}</p>;
-}
-
-/** The gist of an event body: the page, product, category or cart value it is about. */
-function summary(e: Schemas['TrackedEvent']): string {
-  const b = e.body as Record<string, unknown>;
-  const pick = (k: string) => (typeof b[k] === 'string' || typeof b[k] === 'number' ? String(b[k]) : undefined);
-  return pick('page') ?? pick('product_url') ?? pick('category') ?? pick('checkout_url') ?? pick('checkout') ?? pick('cart_url') ?? '';
 }
 
 export function Visitor({ orgId, coreId }: { orgId: number; coreId: string }) {
@@ -232,38 +227,17 @@ export function Visitor({ orgId, coreId }: { orgId: number; coreId: string }) {
           </>
         )}
       </Show>
-      <h2>Events</h2>
-      <Show value={events} label="Loading events…">
+      <div class="heading-row baseline">
+        <h2>Timeline</h2>
+        <Link href={eventsHref(orgId, { visitor: coreId })}>Open on the Events page</Link>
+      </div>
+      <Show value={events} label="Loading the timeline…">
         {(page) =>
           page.items.length === 0 ? (
             <Empty title="No events recorded for this visitor." />
           ) : (
             <>
-              <table class="rows">
-                <caption class="sr-only">Events of this visitor, newest first</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Time</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Details</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {page.items.map((e) => (
-                    <tr key={e.id}>
-                      <td data-label="Time">
-                        <time dateTime={e.received_at}>{dateTime(e.received_at)}</time>
-                      </td>
-                      <td data-label="Event">
-                        <code>{e.name}</code>
-                      </td>
-                      <td data-label="Details" class="wrap">
-                        <Breakable text={summary(e)} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+              <EventTable events={page.items} orgId={orgId} caption="Events of this visitor, newest first" showVisitor={false} />
               <Pager pager={pager} next={page.next_cursor} />
             </>
           )
