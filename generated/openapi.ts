@@ -355,9 +355,10 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change an organisation's trust settings
-         * @description Changes any of the organisation's trust settings (at least one must be
-         *     sent; the others keep their values) and returns the organisation.
+         * Change an organisation's trust and privacy settings
+         * @description Changes any of the organisation's trust and privacy settings (at least
+         *     one must be sent; the others keep their values) and returns the
+         *     organisation.
          *
          *     - `allowed_domains`: the host names (each with its subdomains) that
          *       product and cart URLs may come from. A URL whose host is outside them
@@ -372,6 +373,16 @@ export interface paths {
          *     - `identity_verification`: `optional` or `required` (see
          *       `identifyVisitor`). Switching to `required` does not undo links made
          *       before.
+         *     - `honor_gpc`: honour the browser's Global Privacy Control signal
+         *       (`Sec-GPC: 1`, an opt-out of sale and sharing): an identify sent
+         *       with it stores no contact and causes no notification, and the
+         *       request's events are never linked to a person or exported. `true` by
+         *       default.
+         *     - `visitor_retention_days`: visitors not seen for this many days (1 to
+         *       3650) are erased by the hourly maintenance, with their persons and
+         *       contacts when nothing else refers to them, exactly as an erase
+         *       request would (receivers get `contactErased`); `null` (the default)
+         *       keeps them.
          *
          *     Running Trackway processes apply a change within seconds. An
          *     organisation not assigned to the caller answers 403 (code 4030);
@@ -1577,7 +1588,7 @@ export interface components {
             /** @description `""` on creation. */
             features_enabled: string;
         };
-        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`) and `identity_secret`. */
+        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`), `identity_secret`, and its privacy settings (`honor_gpc`, `visitor_retention_days`). */
         OrganisationDetail: {
             id: components["schemas"]["ResourceId"];
             /** @description Organisation token; send it as `org_token` to the analytics host. Stored encrypted (it cannot be read from the database in clear). */
@@ -1604,6 +1615,8 @@ export interface components {
             enforce_origin: boolean;
             /** @description The key of identity verification: the identify payload's `hash` is HMAC-SHA256 keyed with these 64 characters (as they are, not hex-decoded). Keep it on the shop's server; rotate it with `rotateIdentitySecret`. */
             identity_secret: string;
+            honor_gpc: components["schemas"]["HonorGpc"];
+            visitor_retention_days: components["schemas"]["VisitorRetentionDays"];
         };
         OrganisationList: {
             items: components["schemas"]["OrganisationDetail"][];
@@ -1626,6 +1639,8 @@ export interface components {
             allowed_domains?: components["schemas"]["AllowedDomain"][] | null;
             /** @description Refuse tracking requests from outside `allowed_domains` (403 `origin_not_allowed`). */
             enforce_origin?: boolean;
+            honor_gpc?: components["schemas"]["HonorGpc"];
+            visitor_retention_days?: components["schemas"]["VisitorRetentionDays"];
         };
         LoginRequest: {
             /** @description Email of the platform account (case-insensitive). */
@@ -2210,6 +2225,10 @@ export interface components {
              */
             status: "ready" | "unavailable";
         };
+        /** @description Honour the browser's Global Privacy Control signal (`Sec-GPC: 1`): an identify sent with it stores no contact and causes no notification, and the request's events are never linked to a person or exported; the request is answered as usual. `true` by default. */
+        HonorGpc: boolean;
+        /** @description Visitors not seen for this many days are erased by the hourly maintenance, with their persons and contacts when nothing else refers to them, exactly as an erase request would. `null` (the default) keeps them. */
+        VisitorRetentionDays: number | null;
     };
     responses: {
         /** @description The request failed validation (code 4000); `errors` lists each problem. */
@@ -3582,7 +3601,9 @@ export interface operations {
                      *             "shop.example.com"
                      *           ],
                      *           "enforce_origin": false,
-                     *           "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
+                     *           "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
+                     *           "honor_gpc": true,
+                     *           "visitor_retention_days": null
                      *         }
                      *       ],
                      *       "next_cursor": "eyJpZCI6NDJ9"
@@ -3645,7 +3666,9 @@ export interface operations {
                      *         "shop.example.com"
                      *       ],
                      *       "enforce_origin": false,
-                     *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
+                     *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
+                     *       "honor_gpc": true,
+                     *       "visitor_retention_days": null
                      *     }
                      */
                     "application/json": components["schemas"]["OrganisationDetail"];
@@ -3712,7 +3735,9 @@ export interface operations {
                      *         "shop.example.co.uk"
                      *       ],
                      *       "enforce_origin": true,
-                     *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
+                     *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
+                     *       "honor_gpc": true,
+                     *       "visitor_retention_days": null
                      *     }
                      */
                     "application/json": components["schemas"]["OrganisationDetail"];
@@ -3775,7 +3800,9 @@ export interface operations {
                      *         "shop.example.com"
                      *       ],
                      *       "enforce_origin": false,
-                     *       "identity_secret": "9d2f4b6a8c0e1f3a5b7c9d1e3f5a7b9c0d2e4f6a8b1c3d5e7f9a0b2c4d6e8f1a"
+                     *       "identity_secret": "9d2f4b6a8c0e1f3a5b7c9d1e3f5a7b9c0d2e4f6a8b1c3d5e7f9a0b2c4d6e8f1a",
+                     *       "honor_gpc": true,
+                     *       "visitor_retention_days": null
                      *     }
                      */
                     "application/json": components["schemas"]["OrganisationDetail"];

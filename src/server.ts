@@ -27,6 +27,7 @@ import { createOrganisationDirectory } from './platform/organisation-directory.t
 import { loadGeoLocator } from './tracking/geo.ts';
 import { createIngestor } from './tracking/ingest.ts';
 import { fastTrackingHandlers } from './tracking/fast-ingest.ts';
+import { SubjectHasher } from './privacy/subject-hash.ts';
 
 export interface ServeOptions {
   dispatcher: boolean;
@@ -59,7 +60,7 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const organisations = createOrganisationDirectory(db, cipher);
   const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
   const ingest = createIngestor({ db, log, metrics, targets });
-  return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest };
+  return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest, subjects: new SubjectHasher(cipher) };
 }
 
 /** Everything that needs the database and HTTP, on an already-open database. */

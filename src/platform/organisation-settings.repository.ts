@@ -16,13 +16,31 @@ export interface PolicyRow {
   allowed_domains: string[] | null;
   enforce_origin: boolean;
   identity_secret_enc: string | null;
+  honor_gpc: boolean;
+  /** the organisation's suppression list is not empty (src/privacy/suppression.repository.ts) */
+  suppressing: boolean;
 }
 
-/** What the tracking hot path needs of an organisation (read through a cache). */
+/**
+ * What the tracking hot path needs of an organisation (read through a cache),
+ * and whether its suppression list holds anything (so that an organisation
+ * without one costs its identifies no lookup).
+ */
 export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | undefined> {
   return db
     .selectFrom('organisations')
-    .select(['id', 'is_active', 'domain_key', 'identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc'])
+    .select(['id', 'is_active', 'domain_key', 'identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc', 'honor_gpc'])
+    .select(({ exists, selectFrom }) =>
+      // correlated by the distribution column and named: one shard under Citus
+      exists(
+        selectFrom('privacy_suppressions')
+          .select('privacy_suppressions.org_id')
+          .whereRef('privacy_suppressions.org_id', '=', 'organisations.id')
+          .where('privacy_suppressions.org_id', '=', orgId),
+      )
+        .$castTo<boolean>()
+        .as('suppressing'),
+    )
     .where('id', '=', orgId)
     .executeTakeFirst();
 }
@@ -32,6 +50,9 @@ export interface SettingsChange {
   /** null: back to the default */
   allowed_domains?: string[] | null;
   enforce_origin?: boolean;
+  honor_gpc?: boolean;
+  /** null: keep visitors */
+  visitor_retention_days?: number | null;
 }
 
 /** Applies the settings sent (at least one) and touches modified_at. */
