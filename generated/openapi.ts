@@ -2421,12 +2421,10 @@ export interface components {
         /** @description The person a request is about, by exactly one identifier: an `email` or a `phone` (normalised as identify stores contacts: an email trimmed and lower-cased, a phone without spaces, dashes, dots and brackets), or a visitor's `core_id`. It resolves to the whole person: every visitor joined to it (by a shared contact or `corex_id`), their contacts, events and the notifications sent about them. Trackway keeps only a keyed hash of it, and the identifier itself, encrypted, only until the request has run. */
         PrivacySubject: {
             /** @description An email address; surrounding spaces are ignored, case is not significant. */
-            email: string;
-        } | {
+            email?: string;
             /** @description A phone number; spaces, dashes, dots and brackets are ignored. */
-            phone: string;
-        } | {
-            core_id: components["schemas"]["VisitorId"];
+            phone?: string;
+            core_id?: components["schemas"]["VisitorId"];
         };
         /**
          * @description `erase`: delete everything stored about the person (GDPR art. 17, CCPA delete). `export`: a copy of it (GDPR art. 15). `unsuppress`: take the subject off the suppression list.

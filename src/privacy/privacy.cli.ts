@@ -4,6 +4,9 @@
 // run here to its end; if a server's runner happens to claim it first, this
 // waits for that run instead.
 import type { Database } from '../db/database.ts';
+import { createAjv } from '../http/ajv.ts';
+import { contractDocument } from '../http/contract.ts';
+import { valueFieldErrors } from '../http/field-errors.ts';
 import type { Schemas } from '../http/types.ts';
 import type { Logger } from '../log.ts';
 import { createOrganisationDirectory } from '../platform/organisation-directory.ts';
@@ -27,9 +30,20 @@ export interface PrivacyCommand {
 const LEASE_MS = 60_000;
 const POLL_MS = 250;
 
+/** The subject as the API would take it: checked against the contract's PrivacySubject. */
+function checkSubject(subject: Schemas['PrivacySubject']): void {
+  const ajv = createAjv();
+  ajv.addSchema(contractDocument(), 'contract');
+  const valid = ajv.compile({ $ref: 'contract#/components/schemas/PrivacySubject' });
+  if (valid(subject)) return;
+  const first = valueFieldErrors(valid.errors)[0];
+  throw new PrivacyCommandError(`the subject ${first?.path.slice(1) ?? ''} ${first?.message ?? 'is invalid'}`.replace(/\s+/g, ' '));
+}
+
 /** Records the request and runs it to its end; the finished request (an export with its result). */
 export async function runPrivacyCommand(deps: { db: Database; cipher: Cipher; log: Logger }, cmd: PrivacyCommand): Promise<PrivacyRequestView> {
   const { db, cipher, log } = deps;
+  checkSubject(cmd.subject);
   if (!(await findPolicyRow(db, cmd.orgId))) throw new PrivacyCommandError(`no organisation has the id ${cmd.orgId}`);
   const subjects = new SubjectHasher(cipher);
   let made: PrivacyRequestView;

@@ -54,10 +54,13 @@ export function requestView(row: RequestRow): PrivacyRequestView {
 
 /** The subject of a request body, normalised as identify stores contacts, or 400. */
 export function parseSubject(raw: Schemas['PrivacySubject']): Subject {
-  const [type, value] = 'email' in raw ? ['email', raw.email] : 'phone' in raw ? ['phone', raw.phone] : ['core_id', raw.core_id];
-  const normalised = normaliseSubject(type as SubjectType, value);
-  if (normalised === undefined) throw invalid([{ path: `/subject/${type}`, message: 'is empty once normalised' }]);
-  return { type: type as SubjectType, value: normalised };
+  // the contract lets exactly one through
+  const given = (['email', 'phone', 'core_id'] as const).filter((k) => typeof raw[k] === 'string');
+  if (given.length !== 1) throw invalid([{ path: '/subject', message: 'must name exactly one of email, phone, core_id' }]);
+  const type: SubjectType = given[0]!;
+  const value = normaliseSubject(type, raw[type]!);
+  if (value === undefined) throw invalid([{ path: `/subject/${type}`, message: 'is empty once normalised' }]);
+  return { type, value };
 }
 
 /**

@@ -14,7 +14,7 @@ import { type Account, newAccount, newMerchant, newWebhook, unique } from '../pl
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { eventually } from '../support/wait.ts';
-import { newVisitor, privacyApi, scanDatabase, tablesOf, tracker, type Visitor } from './helpers.ts';
+import { newVisitor, privacyApi, scanDatabase, scanDatabaseWithFigures, tablesOf, tracker, type Visitor } from './helpers.ts';
 
 interface Shopper {
   email: string;
@@ -151,7 +151,13 @@ describe('privacy: erasure', function () {
     }
 
     // no table, no column holds her email, phone or name
-    expect(await scanDatabase(srv.deps.db, janeNeedles)).to.deep.equal([]);
+    const after = await scanDatabaseWithFigures(srv.deps.db, janeNeedles);
+    expect(after.hits).to.deep.equal([]);
+    console.log(
+      `      erasure figures: ${after.columns} columns of ${after.tables} tables scanned for ${janeNeedles.length} identifiers: ` +
+        `${before.length} places before (in ${tablesOf(before).length} tables), 0 after; counts ${JSON.stringify(erased.counts)}; ` +
+        `${notices.length} signed notices delivered, then redacted`,
+    );
     // the other person keeps everything
     expect(tablesOf(await scanDatabase(srv.deps.db, otherNeedles))).to.include.members([
       'contacts',

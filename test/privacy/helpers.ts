@@ -26,8 +26,8 @@ export function tracker(srv: TestServer, orgId: number) {
       const r = await srv.api.get(`/jsv1/identify/${orgId}/${v.roaming}/${v.core}/${b64url(payload)}`, { headers });
       expect(r.status, r.text).to.equal(200);
     },
-    async event(v: Visitor, name: string, body: Record<string, unknown>, corex: string | null = null) {
-      const r = await srv.api.post(`/jsv1/${orgId}/${v.roaming}/${v.core}/${corex ?? 'null'}/event/${name}`, body);
+    async event(v: Visitor, name: string, body: Record<string, unknown>, corex: string | null = null, headers: Record<string, string> = {}) {
+      const r = await srv.api.post(`/jsv1/${orgId}/${v.roaming}/${v.core}/${corex ?? 'null'}/event/${name}`, body, { headers });
       expect(r.status, r.text).to.equal(202);
     },
   };
@@ -72,6 +72,11 @@ export interface Hit {
  * as escaped text) where one of `needles` occurs, case-insensitively.
  */
 export async function scanDatabase(db: Database, needles: readonly string[]): Promise<Hit[]> {
+  return (await scanDatabaseWithFigures(db, needles)).hits;
+}
+
+/** scanDatabase, and how many tables and columns it looked in. */
+export async function scanDatabaseWithFigures(db: Database, needles: readonly string[]): Promise<{ hits: Hit[]; tables: number; columns: number }> {
   const { rows: columns } = await sql<{ table: string; column: string; type: string }>`
     SELECT c.table_name AS table, c.column_name AS column, c.data_type AS type
     FROM information_schema.columns c
@@ -91,7 +96,7 @@ export async function scanDatabase(db: Database, needles: readonly string[]): Pr
       if (rows[0]!.n > 0) hits.push({ table, column, needle, rows: rows[0]!.n });
     }
   }
-  return hits;
+  return { hits, tables: new Set(columns.map((c) => c.table)).size, columns: columns.length };
 }
 
 /** The tables of the hits. */
