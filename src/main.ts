@@ -14,7 +14,7 @@ import { AccountError, ensurePlatformAccount, setPlatformPassword } from './plat
 import { readOrganisationToken } from './platform/organisations.service.ts';
 import { sealSecretsAtRest } from './platform/sealing.service.ts';
 import { type Cipher, SecretKeyMismatch, existingCipher } from './platform/secrets.ts';
-import { countsLine, PrivacyCommandError, runPrivacyCommand } from './privacy/privacy.cli.ts';
+import { PrivacyCommandError } from './privacy/command-error.ts';
 
 const HELP = `Usage: trackway <command> [options]   (npm start runs \`trackway serve\`)
 
@@ -216,6 +216,8 @@ async function runPrivacy(config: Config, log: Logger, args: string[]): Promise<
   if (given.length !== 1) throw new UsageError(`privacy ${sub} needs exactly one of --email, --phone, --core-id`);
   const subject =
     values.email !== undefined ? { email: values.email } : values.phone !== undefined ? { phone: values.phone } : { core_id: values['core-id']! };
+  // loaded only for this command: the CLI's entry stays small (a cluster's primary loads it too)
+  const { countsLine, runPrivacyCommand } = await import('./privacy/privacy.cli.ts');
   const done = await withDatabase(config, log, (h, _applied, cipher) => {
     if (!cipher) throw new AccountError(`no secret key: set TRACKWAY_SECRET_KEY, or run this in the server's data dir (${config.dataDir})`);
     return runPrivacyCommand({ db: h.db, cipher, log }, { type: sub, orgId, subject, suppress: values.suppress === true });

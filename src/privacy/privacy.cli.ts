@@ -15,10 +15,10 @@ import { findPolicyRow } from '../platform/organisation-settings.repository.ts';
 import { createRequest, type PrivacyRequestView, requestView } from './privacy.service.ts';
 import { runClaimed } from './request-run.service.ts';
 import { claimNext, findRequest } from './requests.repository.ts';
+import { PrivacyCommandError } from './command-error.ts';
 import { SubjectHasher } from './subject-hash.ts';
 
-/** A privacy command that cannot be carried out (unknown organisation, bad subject, a failed run). */
-export class PrivacyCommandError extends Error {}
+export { PrivacyCommandError };
 
 export interface PrivacyCommand {
   type: 'erase' | 'export';
