@@ -6,6 +6,7 @@ import type { Logger } from './log.ts';
 import type { Cipher } from './platform/secrets.ts';
 import type { Location } from './db/schema.ts';
 import type { OrganisationDirectory } from './platform/organisation-directory.ts';
+import type { SubjectHasher } from './privacy/subject-hash.ts';
 import type { Tokens } from './platform/tokens.ts';
 import type { Ingestor } from './tracking/ingest.ts';
 import type { TargetCache } from './webhooks/targets.ts';
@@ -25,4 +26,6 @@ export interface Deps {
   geo: { locate(ip: string): Location | null };
   /** the ingest path: resolves when an identify or event is committed */
   ingest: Ingestor;
+  /** keyed hashes of privacy subjects (emails, phones, core_ids): the suppression list's key */
+  subjects: SubjectHasher;
 }

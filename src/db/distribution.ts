@@ -22,6 +22,8 @@ export const TENANT_TABLES: readonly { table: string; column: string }[] = [
   { table: 'delivery_attempts', column: 'org_id' },
   { table: 'webhook_backlog_limits', column: 'org_id' },
   { table: 'webhook_endpoint_health', column: 'org_id' },
+  { table: 'privacy_requests', column: 'org_id' },
+  { table: 'privacy_suppressions', column: 'org_id' },
 ];
 
 /** Small tables read by key, copied to every node; in an order that respects their foreign keys. */

@@ -65,6 +65,10 @@ export interface OrganisationsTable {
   enforce_origin: Generated<boolean>;
   /** the identity secret sealed with the server's Cipher; null until first needed (older organisations) */
   identity_secret_enc: string | null;
+  /** privacy (migration 2026-11-26T0100): honour `Sec-GPC: 1` (default true) */
+  honor_gpc: Generated<boolean>;
+  /** erase visitors not seen for this many days (1–3650); null: keep them */
+  visitor_retention_days: number | null;
 }
 
 export interface OrganisationMembersTable {
@@ -169,12 +173,14 @@ export interface LearnEventsTable {
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
+/** `matched` (contactMatched), `event` (eventExported), `erased` (contactErased) */
+export type DeliveryKind = 'matched' | 'event' | 'erased';
 
 export interface DeliveriesTable {
   org_id: number;
   id: Generated<number>;
   integration_id: number;
-  kind: 'matched' | 'event';
+  kind: DeliveryKind;
   webhook_id: Generated<string>;
   body: string;
   status: Generated<DeliveryStatus>;
@@ -226,6 +232,58 @@ export interface WebhookEndpointHealthTable {
   updated_at: GeneratedTimestamp;
 }
 
+export type PrivacyRequestType = 'erase' | 'export' | 'unsuppress';
+export type PrivacyRequestStatus = 'queued' | 'running' | 'done' | 'failed';
+/** what a privacy request names: a contact (normalised as identify stores it) or a visitor's core_id */
+export type SubjectType = 'email' | 'phone' | 'core_id';
+
+/** What an erase removed, or an export holds. */
+export interface PrivacyCounts {
+  persons: number;
+  visitors: number;
+  contacts: number;
+  events: number;
+  deliveries: number;
+}
+
+/** An erase, export or unsuppress request (migration 2026-11-26T0100; src/privacy/). */
+export interface PrivacyRequestsTable {
+  org_id: number;
+  id: Generated<number>;
+  type: PrivacyRequestType;
+  status: Generated<PrivacyRequestStatus>;
+  suppress: Generated<boolean>;
+  subject_type: SubjectType;
+  /** the keyed hash of the subject (src/privacy/subject-hash.ts) */
+  subject_hash: Buffer;
+  /** the subject sealed with the server's Cipher; only while queued or running */
+  subject_enc: string | null;
+  /** the user who asked; null when the CLI did */
+  requested_by: number | null;
+  requested_via: 'api' | 'cli';
+  created_at: GeneratedTimestamp;
+  started_at: Timestamp | null;
+  finished_at: Timestamp | null;
+  /** claims so far: the fencing token of the runner holding it */
+  attempts: Generated<number>;
+  lease_until: Timestamp | null;
+  /** the persons the subject resolved to (set by the first run) */
+  person_ids: number[] | null;
+  counts: Json<PrivacyCounts> | null;
+  /** an export's document (JSON text), until result_expires_at */
+  result: string | null;
+  result_expires_at: Timestamp | null;
+  error: string | null;
+}
+
+/** The suppression list: keyed hashes of subjects whose identifies store nothing personal. */
+export interface PrivacySuppressionsTable {
+  org_id: number;
+  subject_hash: Buffer;
+  created_at: GeneratedTimestamp;
+  request_id: number;
+}
+
 /** lookup tables (reference tables under Citus), written with the row they point to (migration 2026-11-23T0400) */
 export interface OrganisationDomainsTable {
   domain_key: string;
@@ -263,4 +321,6 @@ export interface DB {
   organisation_domains: OrganisationDomainsTable;
   organisation_tokens: OrganisationTokensTable;
   integration_owners: IntegrationOwnersTable;
+  privacy_requests: PrivacyRequestsTable;
+  privacy_suppressions: PrivacySuppressionsTable;
 }

@@ -1,6 +1,7 @@
 // Organisations as other areas need them on their hot paths: is this id an
 // active organisation, and what is its trust policy (allowed domains, origin
-// check, identity verification and its secret)? Cached per process, so the
+// check, identity verification and its secret) and its privacy policy
+// (Global Privacy Control, whether it suppresses anyone)? Cached per process, so the
 // tracking path makes no database round trip of its own for them: an entry
 // lives 5 s (unknown ids too, so a flood of calls for a bogus id reaches the
 // database at most once per interval); a change drops it at once in this
@@ -20,6 +21,14 @@ export interface OrganisationPolicy {
   identityVerification: 'optional' | 'required';
   /** the key of identify hashes; null while the organisation has none (no hash can match) */
   identitySecret: string | null;
+  /** honour `Sec-GPC: 1` (honor_gpc): such a request stores no contact, causes no notification, links no event */
+  honorGpc: boolean;
+  /**
+   * the organisation's suppression list is not empty: its identifies must be
+   * checked against it (src/privacy/suppression.repository.ts suppressedAmong);
+   * false, they need no lookup
+   */
+  suppressing: boolean;
   /** an http(s) URL whose host is allowed */
   allowsUrl(url: string): boolean;
   /** a host (lower-case, no trailing dot, no port) that is allowed */
@@ -59,6 +68,8 @@ export function policyOf(row: PolicyRow, cipher: Cipher): OrganisationPolicy {
     enforceOrigin: row.enforce_origin,
     identityVerification: row.identity_verification,
     identitySecret,
+    honorGpc: row.honor_gpc,
+    suppressing: row.suppressing,
     allowsUrl,
     allowsHost: (host) => hostAllowed(host, allowedDomains),
   };

@@ -3,6 +3,7 @@
 // identity_secret_enc is sealed by the caller with the server's Cipher.
 import { type Transaction, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
+import { ALL_ORGANISATIONS } from '../db/database.ts';
 import { type Executor } from '../db/tenancy.ts';
 
 /** Tells every process (after commit) that this organisation's settings changed. */
@@ -16,13 +17,31 @@ export interface PolicyRow {
   allowed_domains: string[] | null;
   enforce_origin: boolean;
   identity_secret_enc: string | null;
+  honor_gpc: boolean;
+  /** the organisation's suppression list is not empty (src/privacy/suppression.repository.ts) */
+  suppressing: boolean;
 }
 
-/** What the tracking hot path needs of an organisation (read through a cache). */
+/**
+ * What the tracking hot path needs of an organisation (read through a cache),
+ * and whether its suppression list holds anything (so that an organisation
+ * without one costs its identifies no lookup).
+ */
 export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | undefined> {
   return db
     .selectFrom('organisations')
-    .select(['id', 'is_active', 'domain_key', 'identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc'])
+    .select(['id', 'is_active', 'domain_key', 'identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc', 'honor_gpc'])
+    .select(({ exists, selectFrom }) =>
+      // correlated by the distribution column and named: one shard under Citus
+      exists(
+        selectFrom('privacy_suppressions')
+          .select('privacy_suppressions.org_id')
+          .whereRef('privacy_suppressions.org_id', '=', 'organisations.id')
+          .where('privacy_suppressions.org_id', '=', orgId),
+      )
+        .$castTo<boolean>()
+        .as('suppressing'),
+    )
     .where('id', '=', orgId)
     .executeTakeFirst();
 }
@@ -32,6 +51,9 @@ export interface SettingsChange {
   /** null: back to the default */
   allowed_domains?: string[] | null;
   enforce_origin?: boolean;
+  honor_gpc?: boolean;
+  /** null: keep visitors */
+  visitor_retention_days?: number | null;
 }
 
 /** Applies the settings sent (at least one) and touches modified_at. */
@@ -72,4 +94,12 @@ export async function ensureIdentitySecret(db: Executor, orgId: number, sealed: 
 
 export async function announceOrganisationChange(db: Executor, orgId: number): Promise<void> {
   await sql`SELECT pg_notify(${ORGANISATIONS_CHANNEL}, ${String(orgId)})`.execute(db);
+}
+
+/** Organisations with a visitor retention (retention's one statement over every organisation). */
+export async function organisationsWithRetention(db: Executor): Promise<{ id: number; days: number }[]> {
+  const { rows } = await sql<{ id: number; days: number }>`${sql.raw(ALL_ORGANISATIONS)}
+    SELECT id, visitor_retention_days AS days FROM organisations WHERE visitor_retention_days IS NOT NULL ORDER BY id
+  `.execute(db);
+  return rows;
 }

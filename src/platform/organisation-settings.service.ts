@@ -1,5 +1,7 @@
-// An organisation's trust settings (DESIGN.md §6 "Trust"): how they read
-// (OrganisationDetail), updateOrganisationSettings and rotateIdentitySecret.
+// An organisation's trust settings (DESIGN.md §6 "Trust") and privacy
+// settings (README "Privacy": honor_gpc, visitor_retention_days): how they
+// read (OrganisationDetail), updateOrganisationSettings and
+// rotateIdentitySecret.
 // Every change drops the organisation's cached policy in this process and,
 // through `trackway_organisations`, in every other one.
 import type { Deps } from '../deps.ts';
@@ -21,7 +23,10 @@ import type { OrganisationRow } from './organisations.repository.ts';
 import type { Cipher } from './secrets.ts';
 
 type SettingsDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
-export type TrustSettings = Pick<Schemas['OrganisationDetail'], 'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'identity_secret'>;
+export type TrustSettings = Pick<
+  Schemas['OrganisationDetail'],
+  'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'identity_secret' | 'honor_gpc' | 'visitor_retention_days'
+>;
 
 /** A new identity secret, sealed with the server's cipher for storage. */
 export function newSealedIdentitySecret(cipher: Cipher): string {
@@ -46,6 +51,8 @@ export async function trustSettings(deps: SettingsDeps, row: OrganisationRow): P
     allowed_domains: effectiveAllowedDomains(row),
     enforce_origin: row.enforce_origin,
     identity_secret: deps.cipher.decrypt(sealed),
+    honor_gpc: row.honor_gpc,
+    visitor_retention_days: row.visitor_retention_days,
   };
 }
 
@@ -69,6 +76,17 @@ export function parseAllowedDomains(raw: string[]): string[] {
   return out;
 }
 
+export const MAX_RETENTION_DAYS = 3650;
+
+/** visitor_retention_days: a whole number of days from 1 to 3650, or null (keep visitors). */
+export function parseRetentionDays(raw: number | null): number | null {
+  if (raw === null) return null;
+  if (!Number.isSafeInteger(raw) || raw < 1 || raw > MAX_RETENTION_DAYS) {
+    throw invalid([{ path: '/visitor_retention_days', message: `must be a whole number of days from 1 to ${MAX_RETENTION_DAYS}, or null` }]);
+  }
+  return raw;
+}
+
 /** Applies the settings sent (at least one), then answers through `read`. */
 export async function changeSettings<T>(
   deps: SettingsDeps,
@@ -82,8 +100,15 @@ export async function changeSettings<T>(
   if (body.allowed_domains !== undefined) change.allowed_domains = body.allowed_domains === null ? null : parseAllowedDomains(body.allowed_domains);
   if (body.enforce_origin !== undefined) change.enforce_origin = body.enforce_origin;
   if (body.identity_verification !== undefined) change.identity_verification = body.identity_verification;
+  if (body.honor_gpc !== undefined) change.honor_gpc = body.honor_gpc;
+  if (body.visitor_retention_days !== undefined) change.visitor_retention_days = parseRetentionDays(body.visitor_retention_days);
   if (Object.keys(change).length === 0) {
-    throw invalid([{ path: '', message: 'must set at least one of identity_verification, allowed_domains, enforce_origin' }]);
+    throw invalid([
+      {
+        path: '',
+        message: 'must set at least one of identity_verification, allowed_domains, enforce_origin, honor_gpc, visitor_retention_days',
+      },
+    ]);
   }
   await deps.db.transaction().execute(async (tx) => {
     await updateSettings(tx, orgId, change);

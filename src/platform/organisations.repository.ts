@@ -7,7 +7,7 @@ import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts'
 const micro = (column: 'organisations.created_at' | 'organisations.modified_at') =>
   sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')`;
 
-/** The columns of an `Organisation` (interface 2.2), plus `organisation_name` and the trust settings. */
+/** The columns of an `Organisation` (interface 2.2), plus `organisation_name`, the trust and the privacy settings. */
 const ORGANISATION_COLUMNS = [
   'organisations.id',
   'organisations.token',
@@ -27,6 +27,8 @@ const ORGANISATION_COLUMNS = [
   'organisations.allowed_domains',
   'organisations.enforce_origin',
   'organisations.identity_secret_enc',
+  'organisations.honor_gpc',
+  'organisations.visitor_retention_days',
 ] as const;
 
 /** An organisation as read here: its columns (the token in clear only in rows not yet sealed, see organisationToken), timestamps as microsecond ISO text. */

@@ -2,7 +2,7 @@
 // secrets, organisation tokens, the JWT key; TRACKWAY_SECRET_KEY, or
 // generated once into the data dir), and the JWT signing key (JWT_SECRET, or
 // generated once into the database, sealed with the first key).
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Database } from '../db/database.ts';
@@ -26,6 +26,15 @@ export class Cipher {
     const c = createCipheriv('aes-256-gcm', this.key, iv);
     const body = Buffer.concat([c.update(plain, 'utf8'), c.final()]);
     return Buffer.concat([iv, c.getAuthTag(), body]).toString('base64');
+  }
+
+  /**
+   * A key for another purpose (`purpose` names it), derived from this one
+   * with HKDF-SHA256: keyed hashes never use the encryption key itself, and
+   * keys for different purposes are independent.
+   */
+  deriveKey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), purpose, 32));
   }
 
   decrypt(sealed: string): string {

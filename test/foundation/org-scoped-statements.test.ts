@@ -1,12 +1,15 @@
 // The hot paths stay distributable by organisation (Citus, docs/scaling.md
 // "Stage 2") without Citus: while this test drives ingest, identify and
-// dispatch through the running server (dispatcher on, a real receiver),
+// dispatch, and privacy requests (export, erase with its notices and their
+// redaction, unsuppress) and visitor retention, through the running server
+// (dispatcher and privacy runner on, a real receiver),
 // every statement the server sends is recorded by a hook on pg's client,
 // and each one that touches a tenant table must name its organisation
 // (`org_id`, or `id` for organisations) — under Citus such a statement goes to
 // one shard. A statement that spans organisations on purpose carries
 // ALL_ORGANISATIONS (src/db/database.ts) and is listed here by what it is.
 import { expect } from 'chai';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { ALL_ORGANISATIONS } from '../../src/db/database.ts';
 import { TENANT_TABLES } from '../../src/db/distribution.ts';
@@ -90,7 +93,7 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     };
     pg.Client.prototype.query = hook as typeof pg.Client.prototype.query;
     receiver = await TestReceiver.start();
-    srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { dispatcher: true });
+    srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { dispatcher: true, privacy: { sweepMs: 100 } });
     account = await newAccount(srv);
   });
   after(async () => {
@@ -122,12 +125,85 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     recording = false;
 
     const statements = seen.map((s) => s.text);
-    const touched = new Set(statements.flatMap(tenantTablesOf));
     expect(
       statements.some((s) => /for\s+update/i.test(s) && tenantTablesOf(s).includes('visitors')),
       'no batch locked visitors',
     ).to.equal(true);
-    for (const t of ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts']) {
+    checkStatements(statements, ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts']);
+  });
+
+  it('names the organisation in every statement of privacy requests, erasure, export, notices and retention', async () => {
+    const { id: org, domain } = (await newMerchant(srv, account)).organisation;
+    await newWebhook(srv, account, org, { endpoint: receiver.url });
+    const platformPath = `/v1/rest/${account.platform}/organisations/${org}`;
+    const patched = await srv.api.request('PATCH', platformPath, { body: { visitor_retention_days: 30 }, token: account.token });
+    expect(patched.status, patched.text).to.equal(200);
+    const email = `${unique('p')}@example.com`;
+    const [a, b, old] = [0, 1, 2].map(() => ({ roaming: unique('r'), core: unique('c') }));
+    const corex = unique('x');
+    const ev = (v: { roaming: string; core: string }, name: string, body: unknown, x = 'null') =>
+      srv.api.post(`/jsv1/${org}/${v.roaming}/${v.core}/${x}/event/${name}`, body);
+    expect((await ev(a!, 'view', { page: `https://${domain}/` }, corex)).status).to.equal(202);
+    expect((await ev(b!, 'view', { page: `https://${domain}/` }, corex)).status).to.equal(202);
+    expect((await srv.api.get(`/jsv1/identify/${org}/${a!.roaming}/${a!.core}/${b64url({ email, name: 'Pat' })}`)).status).to.equal(200);
+    expect((await ev(b!, 'productview', { product_id: 9, price: 1, product_url: `https://${domain}/p/9` })).status).to.equal(202);
+    expect((await ev(b!, 'updatecart', { product_id: 9, cart_url: `https://${domain}/cart` })).status).to.equal(202);
+    const oldEmail = `${unique('o')}@example.com`;
+    expect((await srv.api.get(`/jsv1/identify/${org}/${old!.roaming}/${old!.core}/${b64url({ email: oldEmail })}`)).status).to.equal(200);
+    await srv.deps.db
+      .updateTable('visitors')
+      .set({ first_seen: new Date(Date.now() - 50 * 86_400_000), last_seen: new Date(Date.now() - 40 * 86_400_000) })
+      .where('org_id', '=', org)
+      .where('core_id', '=', old!.core)
+      .execute();
+
+    seen.length = 0;
+    recording = true;
+    const run = async (body: unknown) => {
+      const r = await srv.api.post(`${platformPath}/privacy-requests`, body, { token: account.token });
+      expect(r.status, r.text).to.equal(202);
+      for (;;) {
+        const g = await srv.api.get(`${platformPath}/privacy-requests/${r.body.id}`, { token: account.token });
+        if (g.body.status === 'done' || g.body.status === 'failed') return g.body;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    expect((await run({ type: 'export', subject: { email } })).status).to.equal('done');
+    const before = receiver.requests.length;
+    expect((await run({ type: 'erase', subject: { core_id: b!.core }, suppress: true })).status).to.equal('done');
+    expect((await run({ type: 'unsuppress', subject: { core_id: b!.core } })).status).to.equal('done');
+    expect((await srv.api.get(`${platformPath}/privacy-requests?limit=2`, { token: account.token })).status).to.equal(200);
+    expect((await srv.api.get(`${platformPath}/privacy-suppressions`, { token: account.token })).status).to.equal(200);
+    // the erasure notice delivered, then redacted by the sweep
+    await receiver.waitFor(before + 1, 20_000);
+    for (;;) {
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM deliveries WHERE org_id = ${org} AND kind = 'erased' AND body::jsonb ? 'contact'
+      `.execute(srv.deps.db);
+      if (rows[0]!.n === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await srv.privacy!.retain();
+    recording = false;
+    const statements = seen.map((s) => s.text).filter((t) => !/count\(\*\)::int AS n FROM deliveries/.test(t));
+    checkStatements(statements, [
+      'privacy_requests',
+      'privacy_suppressions',
+      'visitors',
+      'events',
+      'contacts',
+      'visitor_contacts',
+      'persons',
+      'products',
+      'deliveries',
+      'delivery_attempts',
+    ]);
+  });
+
+  /** Every statement that touches a tenant table names its organisation (or says it spans them), locks one, and computes nothing non-immutable on shards. */
+  function checkStatements(statements: string[], mustTouch: string[]): void {
+    const touched = new Set(statements.flatMap(tenantTablesOf));
+    for (const t of mustTouch) {
       expect([...touched], `no statement touched ${t}: the test drove nothing`).to.include(t);
     }
     const unscoped = statements.filter((s) => {
@@ -146,7 +222,7 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
       computedOnShards.map((s) => s.replace(/\s+/g, ' ').slice(0, 300)),
       'non-immutable functions in ON CONFLICT, UPDATE … SET or RETURNING',
     ).to.deep.equal([]);
-  });
+  }
 
   it('the check itself: flags locking reads over several organisations and non-immutable functions in writes', () => {
     // the corex lock of the recorded run: a CTE over the batch's jsonb rows

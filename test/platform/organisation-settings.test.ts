@@ -103,6 +103,14 @@ describe('organisation settings', function () {
       [{ allowed_domains: ['ok.example.com', 7] }, '/allowed_domains/1'],
       [{ allowed_domains: ['x'.repeat(254)] }, '/allowed_domains/0'],
       [{ identity_secret: 'f'.repeat(64) }, '/identity_secret'],
+      [{ honor_gpc: 'yes' }, '/honor_gpc'],
+      [{ honor_gpc: null }, '/honor_gpc'],
+      [{ visitor_retention_days: 0 }, '/visitor_retention_days'],
+      [{ visitor_retention_days: -1 }, '/visitor_retention_days'],
+      [{ visitor_retention_days: 3651 }, '/visitor_retention_days'],
+      [{ visitor_retention_days: 1.5 }, '/visitor_retention_days'],
+      [{ visitor_retention_days: '30' }, '/visitor_retention_days'],
+      [{ visitor_retention_days: 1e300 }, '/visitor_retention_days'],
     ];
     for (const [body, where] of cases) {
       const r = await patch(id, body);
@@ -114,6 +122,40 @@ describe('organisation settings', function () {
       ).to.include(where);
     }
     expect(await stored(id)).to.deep.equal(before);
+  });
+
+  it('reads, changes and validates the privacy settings (honor_gpc, visitor_retention_days); the ingest policy carries them', async () => {
+    const m = await newMerchant(srv, account);
+    const id = m.organisation.id;
+    const fresh = await srv.api.get(path(id), { token: account.token });
+    expect(fresh.body).to.include({ honor_gpc: true, visitor_retention_days: null });
+    expect(await srv.deps.organisations.policy(id)).to.include({ honorGpc: true, suppressing: false });
+
+    const r1 = await patch(id, { honor_gpc: false, visitor_retention_days: 395 });
+    expect(r1.status, r1.text).to.equal(200);
+    expect(r1.body).to.include({ honor_gpc: false, visitor_retention_days: 395, identity_verification: 'optional' });
+    expect(
+      await srv.deps.db.selectFrom('organisations').select(['honor_gpc', 'visitor_retention_days']).where('id', '=', id).executeTakeFirstOrThrow(),
+    ).to.deep.equal({ honor_gpc: false, visitor_retention_days: 395 });
+    // the change reaches this process's cached policy at once
+    expect(await srv.deps.organisations.policy(id)).to.include({ honorGpc: false });
+    for (const days of [1, 3650]) {
+      const r = await patch(id, { visitor_retention_days: days });
+      expect(r.body.visitor_retention_days, r.text).to.equal(days);
+    }
+    const r2 = await patch(id, { visitor_retention_days: null });
+    expect(r2.body).to.include({ honor_gpc: false, visitor_retention_days: null });
+    const r3 = await patch(id, { honor_gpc: true });
+    expect(r3.body).to.include({ honor_gpc: true, visitor_retention_days: null });
+    expect((await srv.api.get(path(id), { token: account.token })).body).to.deep.equal(r3.body);
+
+    // a non-empty suppression list shows in the policy (its identifies are checked against it)
+    await srv.deps.db
+      .insertInto('privacy_suppressions')
+      .values({ org_id: id, subject_hash: srv.deps.subjects.hash(id, { type: 'email', value: 'jane@example.com' }), request_id: 1 })
+      .execute();
+    srv.deps.organisations.invalidate(id);
+    expect(await srv.deps.organisations.policy(id)).to.include({ honorGpc: true, suppressing: true });
   });
 
   it('keeps other accounts out: 403/4030 on another account’s organisation (existing or not), 401 without a valid token', async () => {

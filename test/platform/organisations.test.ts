@@ -16,12 +16,14 @@ describe('organisation reads', () => {
 
   const list = (a: Account, query = '') => srv.api.get(`/v1/rest/${a.platform}/organisations${query}`, { token: a.token });
 
-  // the trust settings are part of OrganisationDetail: their defaults, and the organisation's own secret
+  // the trust and privacy settings are part of OrganisationDetail: their defaults, and the organisation's own secret
   const trustDefaults = (domain: string, body: { identity_secret?: unknown }) => ({
     identity_verification: 'optional',
     allowed_domains: [domain],
     enforce_origin: false,
     identity_secret: body.identity_secret,
+    honor_gpc: true,
+    visitor_retention_days: null,
   });
 
   it('GET /organisations/{org_id} answers the OrganisationDetail: every Organisation field plus organisation_name', async () => {

@@ -25,7 +25,7 @@ const OTHER_KEY = new TextEncoder().encode('another-secret-that-is-long-enough-9
 
 const bearerOps = contractOperations().filter((op) => op.bearer);
 /** Parameters and body fields that name a resource of one tenant. */
-const TENANT_REFS = new Set(['org_id', 'integration_id', 'delivery_id', 'id', 'org_token', 'core_id']);
+const TENANT_REFS = new Set(['org_id', 'integration_id', 'delivery_id', 'request_id', 'id', 'org_token', 'core_id']);
 
 interface Attempt {
   name: string;
@@ -119,6 +119,8 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
         body = { email: `${n}@merchant.example`, domain: `${n}.shop.example` };
       }
       if (op.operationId === 'patchIntegration') body = { data: { do_events: true } };
+      // the generator does not keep to maxProperties: one identifier, the tenant's visitor
+      if (op.operationId === 'createPrivacyRequest') body = { type: 'export', subject: { core_id: t.coreId } };
     }
     return { path: query.length ? `${path}?${query.join('&')}` : path, body };
   }
@@ -146,6 +148,8 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
         .execute(),
       visitors: await db.selectFrom('visitors').selectAll().where('org_id', '=', org).orderBy('core_id').execute(),
       learn: await db.selectFrom('learn_events').selectAll().where('org_id', '=', org).orderBy('id').execute(),
+      privacyRequests: await db.selectFrom('privacy_requests').selectAll().where('org_id', '=', org).orderBy('id').execute(),
+      suppressions: await db.selectFrom('privacy_suppressions').selectAll().where('org_id', '=', org).execute(),
     };
   };
 

@@ -1,9 +1,11 @@
 // A tenant with one of everything, made through the API: a platform account,
 // a merchant organisation, a webhook integration, an identified visitor with
-// events, a delivery and a learning event. The fuzz and auth suites aim their
+// events, a delivery, a learning event and a finished privacy request (an
+// export). The fuzz and auth suites aim their
 // requests at these real ids so they get past authentication and lookups.
 // Every identifying string carries a tag, so a leak is easy to spot.
 import { expect } from 'chai';
+import { eventually } from '../support/wait.ts';
 import type { TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
 
@@ -58,11 +60,23 @@ export async function fullTenant(srv: TestServer, endpoint: string, platform = '
   const organisation = await srv.api.get(`/v1/rest/${platform}/organisations/${orgId}`, { token: account.token });
   expect(organisation.status, organisation.text).to.equal(200);
   const identitySecret = organisation.body.identity_secret as string;
+  const privacy = await srv.api.post(
+    `/v1/rest/${platform}/organisations/${orgId}/privacy-requests`,
+    { type: 'export', subject: { email } },
+    { token: account.token },
+  );
+  expect(privacy.status, privacy.text).to.equal(202);
+  // run by the server's privacy runner: finished before anything compares the tenant's rows
+  await eventually(async () => {
+    const r = await srv.api.get(`/v1/rest/${platform}/organisations/${orgId}/privacy-requests/${privacy.body.id}`, { token: account.token });
+    return r.body.status === 'done' ? true : undefined;
+  }, 20_000);
   const values: Record<string, string> = {
     platform_name: platform,
     org_id: String(orgId),
     integration_id: String(hook.id),
     delivery_id: String(deliveryId),
+    request_id: String(privacy.body.id),
     core_id: coreId,
     roaming_id: roamingId,
     corex_id: 'null',
