@@ -735,6 +735,14 @@ export interface paths {
          *     - `setCorexId(id)` sets the shop's own visitor id (`corex_id`);
          *     - `ids()` returns `{org_id, roaming_id, core_id, corex_id}`.
          *
+         *     Global Privacy Control: when `navigator.globalPrivacyControl` is
+         *     `true`, `identify` sends nothing (the email, phone and name never leave
+         *     the browser) and events carry no `corex_id`; page views and other
+         *     events are still sent (with the browser's own `Sec-GPC: 1`, the
+         *     server links them to no one). An organisation that turned `honor_gpc`
+         *     off can add `data-honor-gpc="false"` to the `script` element to have
+         *     the tracker send as usual.
+         *
          *     Calls made before the script has loaded are queued as arrays:
          *     `window.trackway = window.trackway || []; trackway.push(['identify', {email: 'jane@example.com'}])`.
          *     The tracker sends with `navigator.sendBeacon` (a `text/plain` body) or
@@ -755,7 +763,13 @@ export interface paths {
     "/jsv1/identify/{org_id}/{roaming_id}/{core_id}/{payload}": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -822,6 +836,19 @@ export interface paths {
          *     outside the organisation's `allowed_domains`, or that carries neither,
          *     answers 403 `origin_not_allowed` before anything is stored.
          *
+         *     Privacy (the organisation's `honor_gpc` and suppression list). Each
+         *     case answers the same 200 `{core_id}` as any identify, so a shop's
+         *     tracker behaves the same:
+         *     - `Sec-GPC: 1` with `honor_gpc` (the default): no contact, link or
+         *       name is stored and no notification is sent; only the visitor's last
+         *       sighting is updated.
+         *     - The email or the phone on the suppression list (a privacy request
+         *       with `suppress`): the same, for the whole payload (a phone sent
+         *       beside a suppressed email is not linked either).
+         *     - The visitor's `core_id` on the suppression list: nothing at all is
+         *       stored (no visitor, no event) and nothing is sent, for identifies
+         *       and events alike.
+         *
          *     A payload that is not valid base64, not JSON, or not a valid
          *     `IdentifyPayload` answers 400 `invalid_payload`; bad identifiers answer
          *     400 `invalid_request`; an unknown or inactive organisation answers 404
@@ -839,7 +866,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/view": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -895,7 +928,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/updatecart": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -943,7 +982,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/removefromcart": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -989,7 +1034,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/checkout": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1036,7 +1087,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/buy": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1082,7 +1139,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/productview": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1131,7 +1194,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/categoryview": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1375,6 +1444,10 @@ export interface webhooks {
          *     `httpTimeout`; timeouts, network errors, 408, 409, 425, 429 and 5xx
          *     are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±10%
          *     jitter), other statuses fail at once.
+         *
+         *     Never sent for an event whose request carried `Sec-GPC: 1` (under
+         *     the organisation's `honor_gpc`, the default), nor for a person one
+         *     of whose contacts is on the organisation's suppression list.
          */
         post: operations["receiveEventExported"];
         delete?: never;
@@ -2737,6 +2810,11 @@ export interface components {
          * @example https://shop.example.com/collections/summer
          */
         Referer: string;
+        /**
+         * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+         * @example 1
+         */
+        SecGpc: string;
         /**
          * @description ETag of a cached copy; a match answers 304 without a body.
          * @example "3f2a1c9b"
@@ -4624,7 +4702,13 @@ export interface operations {
     identifyVisitor: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -4706,6 +4790,11 @@ export interface operations {
             };
             header?: {
                 /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+                /**
                  * @description Used as the viewed page when `page` is absent and the header holds an `http(s)` URL.
                  * @example https://shop.example.com/collections/summer
                  */
@@ -4757,7 +4846,13 @@ export interface operations {
     recordViewEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -4806,7 +4901,13 @@ export interface operations {
     recordUpdateCartEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -4867,7 +4968,13 @@ export interface operations {
     recordRemoveFromCartEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -4919,7 +5026,13 @@ export interface operations {
     recordCheckoutEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -4981,7 +5094,13 @@ export interface operations {
     recordBuyEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5038,7 +5157,13 @@ export interface operations {
     recordProductViewEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5089,7 +5214,13 @@ export interface operations {
     recordCategoryViewEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
