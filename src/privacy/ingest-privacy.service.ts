@@ -1,5 +1,5 @@
-// Privacy in the tracking path (README "Privacy: Global Privacy Control and
-// suppression at ingest"): what an ingest batch leaves out for the Global
+// Privacy in the tracking path (README "Privacy at ingest: Global Privacy
+// Control and the suppression list"): what an ingest batch leaves out for the Global
 // Privacy Control signal and for the organisation's suppression list. The
 // requests themselves are answered exactly as any other (a shop's tracker
 // must never break); this module only decides what is stored and sent.

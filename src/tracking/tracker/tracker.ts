@@ -19,7 +19,7 @@
 //   their order.
 // - identify({email, phone, name, hash}): `hash` is the identity-verification
 //   HMAC the shop's server computed for the signed-in customer; passed through.
-// - Global Privacy Control (README "Privacy"): when
+// - Global Privacy Control (README "The browser tracker"): when
 //   navigator.globalPrivacyControl is true, identify sends nothing (the email,
 //   phone and name never leave the browser) and setCorexId is ignored (events
 //   carry corex_id `null`); events still go, with the browser's own
