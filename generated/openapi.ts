@@ -638,6 +638,147 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rest/{platform_name}/organisations/{org_id}/privacy-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an organisation's privacy requests
+         * @description Lists the privacy requests of an organisation assigned to the caller,
+         *     newest first, cursor-paginated, with their status and counts (an
+         *     export's `result` only through `getPrivacyRequest`). An organisation
+         *     not assigned to the caller answers 403 (code 4030).
+         */
+        get: operations["listPrivacyRequests"];
+        put?: never;
+        /**
+         * Erase, export or unsuppress a person
+         * @description Records a privacy request about one person of the organisation and
+         *     answers 202 with it.
+         *
+         *     - `erase` deletes everything stored about the person, in the
+         *       background: every visitor joined to the subject (by a shared contact
+         *       or `corex_id`) with its name, user agent and location, the person's
+         *       contacts and links, every event of those visitors, the product URLs
+         *       their views alone put in the catalogue, every notification about the
+         *       person (pending ones are never sent) with its attempts, and earlier
+         *       export results about them. When it is `done`, no table holds the
+         *       person's email, phone or name, and reads answer as if the person
+         *       never existed (`getVisitor` answers 404). Every active integration
+         *       with `do_contacts: true` gets a `contactErased` notification per
+         *       erased contact, so the receiver can delete its copy. Activity that
+         *       arrives while the erase runs may survive it: send `suppress: true`
+         *       to stop it.
+         *     - `export` builds one JSON document of everything stored about the
+         *       person (`result` of `getPrivacyRequest`, kept 7 days).
+         *     - `unsuppress` takes the subject off the suppression list; it is done
+         *       at once (the answer says `done`).
+         *     - `suppress: true` (with `erase` or `export`) puts a keyed hash of the
+         *       subject on the suppression list at once, before the request runs.
+         *
+         *     Follow the request with `getPrivacyRequest`. Trackway never stores the
+         *     identifier in clear: the request keeps a keyed hash of it, and the
+         *     identifier itself, encrypted, only until the request has run. Platform
+         *     accounts and the organisation's merchant may make requests; an
+         *     organisation not assigned to the caller answers 403 (code 4030).
+         */
+        post: operations["createPrivacyRequest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rest/{platform_name}/organisations/{org_id}/privacy-requests/{request_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The privacy request's `id`.
+                 * @example 314
+                 */
+                request_id: components["schemas"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a privacy request
+         * @description Returns one privacy request of the organisation with its `status`,
+         *     `finished_at` and `counts` and, for a finished export, its `result`:
+         *     the person's whole record (until `result_expires_at`). An unknown id,
+         *     or one of another organisation, answers 404 (code 4040); an
+         *     organisation not assigned to the caller 403 (code 4030).
+         */
+        get: operations["getPrivacyRequest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rest/{platform_name}/organisations/{org_id}/privacy-suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an organisation's suppression list
+         * @description Lists the organisation's suppression list, newest first,
+         *     cursor-paginated. Each entry is a keyed hash, which cannot be read
+         *     back: the answer names the request that made it and which kind of
+         *     identifier it was. Take a subject off the list with an `unsuppress`
+         *     request (`createPrivacyRequest`). An organisation not assigned to the
+         *     caller answers 403 (code 4030).
+         */
+        get: operations["listPrivacySuppressions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rest/{platform_name}/deliveries/{delivery_id}": {
         parameters: {
             query?: never;
@@ -1456,6 +1597,43 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    contactErased: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A contact was erased
+         * @description Posted to every active integration with `do_contacts: true` for each
+         *     contact (email or phone) Trackway erased: when an `erase` privacy
+         *     request (`createPrivacyRequest`) ran, or when the organisation's
+         *     `visitor_retention_days` erased a person nobody had seen for that
+         *     long. The person asked to be forgotten (GDPR art. 17, CCPA delete) or
+         *     is past retention: delete or anonymise your own copy of the contact
+         *     and what you hold about it. `date` is the UTC day of the erasure.
+         *
+         *     Trackway keeps the notification's body only until it is delivered or
+         *     given up (`failed`): then its stored copy loses the contact (the
+         *     delivery log shows `redacted: true` instead), so a failed one cannot
+         *     be sent again with it.
+         *
+         *     Delivery, signature and retries work as for `contactMatched`:
+         *     at-least-once, de-duplicate on `webhook-id`, answer 2xx within
+         *     `httpTimeout`; timeouts, network errors, 408, 409, 425, 429 and 5xx
+         *     are retried on the same schedule, other statuses fail at once.
+         *     Ignore fields you do not know: later versions may add more.
+         */
+        post: operations["receiveContactErased"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -2010,10 +2188,10 @@ export interface components {
             org_id: components["schemas"]["ResourceId"];
             integration_id: components["schemas"]["ResourceId"];
             /**
-             * @description `matched` for `contactMatched`, `event` for `eventExported`.
+             * @description `matched` for `contactMatched`, `event` for `eventExported`, `erased` for `contactErased`.
              * @enum {string}
              */
-            kind: "matched" | "event";
+            kind: "matched" | "event" | "erased";
             /** @description Value of the `webhook-id` header, the same on every attempt. */
             webhook_id: string;
             /** @enum {string} */
@@ -2026,8 +2204,8 @@ export interface components {
             delivered_at: components["schemas"]["Timestamp"] | null;
             /** @description Summary of the latest failed attempt; `null` when none failed. */
             last_error: string | null;
-            /** @description The JSON body posted to the endpoint. */
-            payload: components["schemas"]["ContactMatchedNotification"] | components["schemas"]["EventExportedNotification"];
+            /** @description The JSON body posted to the endpoint; a `contactErased` notification that was delivered or given up is kept without its contact. */
+            payload: components["schemas"]["ContactMatchedNotification"] | components["schemas"]["EventExportedNotification"] | components["schemas"]["ContactErasedNotification"] | components["schemas"]["RedactedErasedNotification"];
             /** @description Attempts in the order they were made. */
             attempts: components["schemas"]["DeliveryAttempt"][];
         };
@@ -2287,6 +2465,167 @@ export interface components {
             product_url?: components["schemas"]["HttpUrl"];
             category?: string;
         };
+        /** @description Sent to every active integration with `do_contacts: true` for each contact Trackway erased (an erase request, or the organisation's visitor retention): delete your copy of it. Receivers must ignore fields they do not know: later versions may add more. */
+        ContactErasedNotification: {
+            /** @constant */
+            medium: "erased";
+            /** @description The erased email (lower-case) or phone (digits, leading `+` kept), as `contactMatched` sent it. */
+            contact: string;
+            type: components["schemas"]["ContactType"];
+            /** @description Organisation identifier, as a string of digits. */
+            org_id: string;
+            /** @description UTC day of the erasure, `yyyy-mm-dd`. */
+            date: string;
+        };
+        /** @description How a `contactErased` notification is kept once it was delivered or given up: without its contact. */
+        RedactedErasedNotification: {
+            /** @constant */
+            medium: "erased";
+            type: components["schemas"]["ContactType"];
+            org_id: string;
+            date: string;
+            /** @constant */
+            redacted: true;
+        };
+        /** @description Honour the browser's Global Privacy Control signal (`Sec-GPC: 1`): an identify sent with it stores no contact and causes no notification, and the request's events are never linked to a person or exported; the request is answered as usual. `true` by default. */
+        HonorGpc: boolean;
+        /** @description Visitors not seen for this many days are erased by the hourly maintenance, with their persons and contacts when nothing else refers to them, exactly as an erase request would. `null` (the default) keeps them. */
+        VisitorRetentionDays: number | null;
+        /** @description The person a request is about, by exactly one identifier: an `email` or a `phone` (normalised as identify stores contacts: an email trimmed and lower-cased, a phone without spaces, dashes, dots and brackets), or a visitor's `core_id`. It resolves to the whole person: every visitor joined to it (by a shared contact or `corex_id`), their contacts, events and the notifications sent about them. Trackway keeps only a keyed hash of it, and the identifier itself, encrypted, only until the request has run. */
+        PrivacySubject: {
+            /** @description An email address; surrounding spaces are ignored, case is not significant. */
+            email: string;
+        } | {
+            /** @description A phone number; spaces, dashes, dots and brackets are ignored. */
+            phone: string;
+        } | {
+            core_id: components["schemas"]["VisitorId"];
+        };
+        /**
+         * @description `erase`: delete everything stored about the person (GDPR art. 17, CCPA delete). `export`: a copy of it (GDPR art. 15). `unsuppress`: take the subject off the suppression list.
+         * @enum {string}
+         */
+        PrivacyRequestType: "erase" | "export" | "unsuppress";
+        /**
+         * @description `queued` (accepted, waiting for a runner), `running`, `done`, `failed` (`error` says why; nothing is retried after that: send the request again).
+         * @enum {string}
+         */
+        PrivacyRequestStatus: "queued" | "running" | "done" | "failed";
+        /**
+         * @description Which identifier the request named (the identifier itself is never shown).
+         * @enum {string}
+         */
+        PrivacySubjectType: "email" | "phone" | "core_id";
+        CreatePrivacyRequest: {
+            type: components["schemas"]["PrivacyRequestType"];
+            subject: components["schemas"]["PrivacySubject"];
+            /**
+             * @description With `erase` or `export`: also put the subject on the organisation's suppression list, at once (before the request runs). A later identify with it is answered as usual but stores nothing that identifies the person and sends nothing. Not allowed with `unsuppress`.
+             * @default false
+             */
+            suppress: boolean;
+        };
+        /** @description What an erase removed, or what an export holds: persons, visitors, contacts, events, and deliveries (the notifications sent about the person). */
+        PrivacyCounts: {
+            persons: number;
+            visitors: number;
+            contacts: number;
+            events: number;
+            deliveries: number;
+        };
+        /** @description One privacy request and what became of it: the audit trail keeps the type, which kind of identifier, who asked and when, and the counts; never the identifier in clear. */
+        PrivacyRequest: {
+            id: components["schemas"]["ResourceId"];
+            type: components["schemas"]["PrivacyRequestType"];
+            status: components["schemas"]["PrivacyRequestStatus"];
+            /** @description The request put its subject on the suppression list. */
+            suppress: boolean;
+            subject_type: components["schemas"]["PrivacySubjectType"];
+            /** @description The user who made the request; `null` when it came from the CLI (`requested_via`). */
+            requested_by: components["schemas"]["ResourceId"] | null;
+            /** @enum {string} */
+            requested_via: "api" | "cli";
+            created_at: components["schemas"]["Timestamp"];
+            /** @description When a runner first took it; `null` while queued. */
+            started_at: components["schemas"]["Timestamp"] | null;
+            /** @description When it became `done` or `failed`; `null` before. */
+            finished_at: components["schemas"]["Timestamp"] | null;
+            /** @description An erase: what it removed so far (final once `done`). An export: what the document holds. `null` until the request has run, and for `unsuppress`. */
+            counts: components["schemas"]["PrivacyCounts"] | null;
+            /** @description Why the request failed; `null` unless `failed`. */
+            error: string | null;
+            /** @description A finished export: when its `result` is deleted (7 days after it finished, or at once when the person is erased). `null` otherwise. */
+            result_expires_at: components["schemas"]["Timestamp"] | null;
+            /** @description A finished export's document, on `getPrivacyRequest` only, until `result_expires_at`. Left out everywhere else. */
+            result?: components["schemas"]["PrivacyExport"];
+        };
+        PrivacyRequestList: {
+            items: components["schemas"]["PrivacyRequest"][];
+            next_cursor: components["schemas"]["NextCursor"];
+        };
+        /** @description An entry of the suppression list. The list holds keyed hashes only: the identifier cannot be read back; `subject_type` and `request_id` come from the request that made it. */
+        PrivacySuppression: {
+            request_id: components["schemas"]["ResourceId"];
+            subject_type: components["schemas"]["PrivacySubjectType"];
+            created_at: components["schemas"]["Timestamp"];
+        };
+        PrivacySuppressionList: {
+            items: components["schemas"]["PrivacySuppression"][];
+            next_cursor: components["schemas"]["NextCursor"];
+        };
+        /** @description Everything Trackway stores about one person of one organisation: the contacts, every visitor with its ids, name, location and user agent, the recent-activity profile, every event with its body (oldest first), and every notification sent about the person with its body. Nothing about anyone else. `found` is `false` (and every list empty) when the subject is unknown to the organisation. */
+        PrivacyExport: {
+            org_id: components["schemas"]["ResourceId"];
+            subject_type: components["schemas"]["PrivacySubjectType"];
+            generated_at: components["schemas"]["Timestamp"];
+            found: boolean;
+            contacts: components["schemas"]["PrivacyExportContact"][];
+            visitors: components["schemas"]["PrivacyExportVisitor"][];
+            profile: components["schemas"]["PrivacyExportProfile"] | null;
+            events: components["schemas"]["TrackedEvent"][];
+            notifications: components["schemas"]["PrivacyExportNotification"][];
+        };
+        PrivacyExportContact: {
+            type: components["schemas"]["ContactType"];
+            value: string;
+            /** @description A link to it was made by an identify with a valid `hash`. */
+            verified: boolean;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        PrivacyExportVisitor: {
+            core_id: components["schemas"]["VisitorId"];
+            roaming_id: components["schemas"]["VisitorId"];
+            corex_id: components["schemas"]["VisitorId"] | null;
+            name: string | null;
+            first_seen: components["schemas"]["Timestamp"];
+            last_seen: components["schemas"]["Timestamp"];
+            user_agent: string | null;
+            location: components["schemas"]["Location"] | null;
+        };
+        /** @description The person's recent activity as Trackway keeps it for notifications. */
+        PrivacyExportProfile: {
+            last_view: {
+                url: string;
+                at: components["schemas"]["Timestamp"];
+            }[];
+            last_cart: {
+                product_id: components["schemas"]["ProductId"] | null;
+                url: string | null;
+                at: components["schemas"]["Timestamp"];
+            } | null;
+        };
+        /** @description A notification sent (or queued) about the person, with its body as posted. */
+        PrivacyExportNotification: {
+            id: components["schemas"]["ResourceId"];
+            integration_id: components["schemas"]["ResourceId"];
+            /** @enum {string} */
+            kind: "matched" | "event";
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed" | "cancelled";
+            created_at: components["schemas"]["Timestamp"];
+            delivered_at: components["schemas"]["Timestamp"] | null;
+            payload: components["schemas"]["ContactMatchedNotification"] | components["schemas"]["EventExportedNotification"];
+        };
         HealthStatus: {
             /** @constant */
             status: "ok";
@@ -2298,10 +2637,6 @@ export interface components {
              */
             status: "ready" | "unavailable";
         };
-        /** @description Honour the browser's Global Privacy Control signal (`Sec-GPC: 1`): an identify sent with it stores no contact and causes no notification, and the request's events are never linked to a person or exported; the request is answered as usual. `true` by default. */
-        HonorGpc: boolean;
-        /** @description Visitors not seen for this many days are erased by the hourly maintenance, with their persons and contacts when nothing else refers to them, exactly as an erase request would. `null` (the default) keeps them. */
-        VisitorRetentionDays: number | null;
     };
     responses: {
         /** @description The request failed validation (code 4000); `errors` lists each problem. */
@@ -4478,6 +4813,357 @@ export interface operations {
             503: components["responses"]["PlatformUnavailable"];
         };
     };
+    listPrivacyRequests: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
+                 * @example eyJpZCI6MTIwfQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of privacy requests. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 314,
+                     *           "type": "erase",
+                     *           "status": "done",
+                     *           "suppress": true,
+                     *           "subject_type": "email",
+                     *           "requested_by": 17,
+                     *           "requested_via": "api",
+                     *           "created_at": "2024-05-16T10:12:03.551Z",
+                     *           "started_at": "2024-05-16T10:12:03.602Z",
+                     *           "finished_at": "2024-05-16T10:12:04.180Z",
+                     *           "counts": {
+                     *             "persons": 1,
+                     *             "visitors": 2,
+                     *             "contacts": 2,
+                     *             "events": 148,
+                     *             "deliveries": 37
+                     *           },
+                     *           "error": null,
+                     *           "result_expires_at": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJwIjp7ImlkIjozMTR9LCJmIjoiWlF4eVdOa3RpVyJ9"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PrivacyRequestList"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            401: components["responses"]["PlatformUnauthorized"];
+            403: components["responses"]["PlatformForbidden"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
+    createPrivacyRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePrivacyRequest"];
+            };
+        };
+        responses: {
+            /** @description The request, accepted (`queued`; `unsuppress` is already `done`). */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 314,
+                     *       "type": "erase",
+                     *       "status": "queued",
+                     *       "suppress": true,
+                     *       "subject_type": "email",
+                     *       "requested_by": 17,
+                     *       "requested_via": "api",
+                     *       "created_at": "2024-05-16T10:12:03.551Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "counts": null,
+                     *       "error": null,
+                     *       "result_expires_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PrivacyRequest"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            401: components["responses"]["PlatformUnauthorized"];
+            403: components["responses"]["PlatformForbidden"];
+            413: components["responses"]["PlatformPayloadTooLarge"];
+            415: components["responses"]["PlatformUnsupportedMediaType"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
+    getPrivacyRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+                /**
+                 * @description The privacy request's `id`.
+                 * @example 314
+                 */
+                request_id: components["schemas"]["ResourceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 315,
+                     *       "type": "export",
+                     *       "status": "done",
+                     *       "suppress": false,
+                     *       "subject_type": "phone",
+                     *       "requested_by": 17,
+                     *       "requested_via": "api",
+                     *       "created_at": "2024-05-16T10:20:41.019Z",
+                     *       "started_at": "2024-05-16T10:20:41.066Z",
+                     *       "finished_at": "2024-05-16T10:20:41.203Z",
+                     *       "counts": {
+                     *         "persons": 1,
+                     *         "visitors": 1,
+                     *         "contacts": 1,
+                     *         "events": 1,
+                     *         "deliveries": 1
+                     *       },
+                     *       "error": null,
+                     *       "result_expires_at": "2024-05-23T10:20:41.203Z",
+                     *       "result": {
+                     *         "org_id": 42,
+                     *         "subject_type": "phone",
+                     *         "generated_at": "2024-05-16T10:20:41.190Z",
+                     *         "found": true,
+                     *         "contacts": [
+                     *           {
+                     *             "type": "PHONE",
+                     *             "value": "+442079460958",
+                     *             "verified": false,
+                     *             "created_at": "2024-05-14T16:02:48.551Z"
+                     *           }
+                     *         ],
+                     *         "visitors": [
+                     *           {
+                     *             "core_id": "c-19d0e7",
+                     *             "roaming_id": "r-03c5",
+                     *             "corex_id": null,
+                     *             "name": "Jane Doe",
+                     *             "first_seen": "2024-05-14T16:01:12.004Z",
+                     *             "last_seen": "2024-05-14T16:03:10.204Z",
+                     *             "user_agent": "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0 Safari/537.36",
+                     *             "location": {
+                     *               "country_code": "GB",
+                     *               "region": "England",
+                     *               "city": "London",
+                     *               "latitude": 51.5072,
+                     *               "longitude": -0.1276,
+                     *               "timezone": "Europe/London"
+                     *             }
+                     *           }
+                     *         ],
+                     *         "profile": {
+                     *           "last_view": [],
+                     *           "last_cart": {
+                     *             "product_id": 42,
+                     *             "url": "https://shop.example.com/cart",
+                     *             "at": "2024-05-14T16:03:10.204Z"
+                     *           }
+                     *         },
+                     *         "events": [
+                     *           {
+                     *             "id": "91827",
+                     *             "name": "updatecart",
+                     *             "core_id": "c-19d0e7",
+                     *             "roaming_id": "r-03c5",
+                     *             "corex_id": null,
+                     *             "received_at": "2024-05-14T16:03:10.204Z",
+                     *             "body": {
+                     *               "product_id": 42,
+                     *               "cart_url": "https://shop.example.com/cart",
+                     *               "line_items": [],
+                     *               "cart_value": 59.9
+                     *             }
+                     *           }
+                     *         ],
+                     *         "notifications": [
+                     *           {
+                     *             "id": 9812,
+                     *             "integration_id": 7,
+                     *             "kind": "event",
+                     *             "status": "delivered",
+                     *             "created_at": "2024-05-14T16:03:10.230Z",
+                     *             "delivered_at": "2024-05-14T16:03:10.301Z",
+                     *             "payload": {
+                     *               "medium": "event",
+                     *               "contact": "+442079460958",
+                     *               "type": "PHONE",
+                     *               "date": "2024-05-14",
+                     *               "org_id": "42",
+                     *               "event": "addtocart",
+                     *               "event_id": "91827",
+                     *               "occurred_at": "2024-05-14T16:03:10.204Z",
+                     *               "source_event": "updatecart",
+                     *               "visitor": {
+                     *                 "core_id": "c-19d0e7",
+                     *                 "roaming_id": "r-03c5",
+                     *                 "corex_id": null
+                     *               },
+                     *               "properties": {
+                     *                 "product_id": 42,
+                     *                 "cart_url": "https://shop.example.com/cart",
+                     *                 "line_items": [],
+                     *                 "cart_value": 59.9
+                     *               }
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PrivacyRequest"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            401: components["responses"]["PlatformUnauthorized"];
+            403: components["responses"]["PlatformForbidden"];
+            404: components["responses"]["PlatformNotFound"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
+    listPrivacySuppressions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
+                 * @example eyJpZCI6MTIwfQ
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+                /**
+                 * @description Organisation identifier.
+                 * @example 42
+                 */
+                org_id: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the suppression list. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "request_id": 314,
+                     *           "subject_type": "email",
+                     *           "created_at": "2024-05-16T10:12:03.551Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PrivacySuppressionList"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            401: components["responses"]["PlatformUnauthorized"];
+            403: components["responses"]["PlatformForbidden"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
     getDelivery: {
         parameters: {
             query?: never;
@@ -5580,6 +6266,63 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["EventExportedNotification"];
+            };
+        };
+        responses: {
+            /** @description Accepted. The response body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The delivery fails at once and is not retried, except 408, 409, 425 and 429, which are retried (429 after its `Retry-After`). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Retried on the same schedule as `contactMatched`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveContactErased: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Unique identifier of the notification, identical on every retry of it. Use it to ignore duplicates: delivery is at least once.
+                 * @example msg_2bZ3V9a6Y1kq8XfH0sWcE7rT4uN
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Unix time (seconds) of this attempt. Reject deliveries whose timestamp is more than five minutes away from your clock to defeat replays.
+                 * @example 1715678467
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Standard Webhooks signature: `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64-decoded part of the integration's `signing_secret` after `whsec_`. Several space-separated signatures may be sent; accept the request if any matches. The `standardwebhooks` libraries verify this for you.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description `Trackway-Webhooks/<version> (+<PUBLIC_URL>/docs/webhooks)`: the sender's product name, version and an information URL.
+                 * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgent"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactErasedNotification"];
             };
         };
         responses: {

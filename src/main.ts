@@ -1,5 +1,5 @@
 // The `trackway` CLI: serve (default), dispatch, migrate, platform create,
-// platform set-password, organisation token.
+// platform set-password, organisation token, privacy erase|export.
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import { defaultWorkers, MAX_WORKERS } from './cluster/pool-size.ts';
@@ -14,6 +14,7 @@ import { AccountError, ensurePlatformAccount, setPlatformPassword } from './plat
 import { readOrganisationToken } from './platform/organisations.service.ts';
 import { sealSecretsAtRest } from './platform/sealing.service.ts';
 import { type Cipher, SecretKeyMismatch, existingCipher } from './platform/secrets.ts';
+import { countsLine, PrivacyCommandError, runPrivacyCommand } from './privacy/privacy.cli.ts';
 
 const HELP = `Usage: trackway <command> [options]   (npm start runs \`trackway serve\`)
 
@@ -34,6 +35,11 @@ Commands:
                               tokens issued before stop working
   organisation token --domain DOMAIN
                               print an organisation's token (it is stored encrypted)
+  privacy erase|export --org ID (--email EMAIL | --phone PHONE | --core-id CORE_ID) [--suppress]
+                              erase (or export) everything stored about a person of
+                              the organisation and wait until it is done; prints the
+                              counts (export: the JSON document on stdout, the counts
+                              on stderr); --suppress also stops tracking the subject
   help, --help                show this help
 
 Configuration comes from the environment; see the README. With no DATABASE_URL,
@@ -190,6 +196,37 @@ async function runOrganisation(config: Config, log: Logger, args: string[]): Pro
   process.stdout.write(`${found.token}\n`);
 }
 
+async function runPrivacy(config: Config, log: Logger, args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  if (sub !== 'erase' && sub !== 'export') throw new UsageError(`unknown privacy command "${sub ?? ''}" (expected: erase, export)`);
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      org: { type: 'string' },
+      email: { type: 'string' },
+      phone: { type: 'string' },
+      'core-id': { type: 'string' },
+      suppress: { type: 'boolean' },
+    },
+    strict: true,
+  });
+  const orgId = values.org !== undefined && /^[1-9]\d{0,15}$/.test(values.org) ? Number(values.org) : NaN;
+  if (!Number.isSafeInteger(orgId)) throw new UsageError(`privacy ${sub} needs --org with an organisation id`);
+  const given = (['email', 'phone', 'core-id'] as const).filter((k) => values[k] !== undefined);
+  if (given.length !== 1) throw new UsageError(`privacy ${sub} needs exactly one of --email, --phone, --core-id`);
+  const subject =
+    values.email !== undefined ? { email: values.email } : values.phone !== undefined ? { phone: values.phone } : { core_id: values['core-id']! };
+  const done = await withDatabase(config, log, (h, _applied, cipher) => {
+    if (!cipher) throw new AccountError(`no secret key: set TRACKWAY_SECRET_KEY, or run this in the server's data dir (${config.dataDir})`);
+    return runPrivacyCommand({ db: h.db, cipher, log }, { type: sub, orgId, subject, suppress: values.suppress === true });
+  });
+  const line = `${sub === 'erase' ? 'erased' : 'exported'}: ${countsLine(done.counts)} (privacy request ${done.id} of organisation ${orgId})\n`;
+  if (sub === 'export') {
+    process.stdout.write(`${JSON.stringify(done.result, null, 2)}\n`);
+    process.stderr.write(line);
+  } else process.stdout.write(line);
+}
+
 async function main(argv: string[]): Promise<void> {
   // no command prints the help: a bare `npx trackway` must not start a second server (`npm start` says `serve`)
   const [command, ...args] = argv;
@@ -210,6 +247,8 @@ async function main(argv: string[]): Promise<void> {
       return runPlatform(config, log, args);
     case 'organisation':
       return runOrganisation(config, log, args);
+    case 'privacy':
+      return runPrivacy(config, log, args);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }
@@ -226,7 +265,8 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     err instanceof EmbeddedError ||
     err instanceof GeoIpError ||
     err instanceof SecretKeyMismatch ||
-    err instanceof CitusAbsent
+    err instanceof CitusAbsent ||
+    err instanceof PrivacyCommandError
   ) {
     process.stderr.write(`trackway: ${err.message}\n`);
     process.exit(2);

@@ -1,5 +1,6 @@
 // `trackway serve`: database → migrations → dependencies → HTTP server and
-// the webhook dispatcher (unless --no-dispatcher), with a graceful shutdown.
+// the webhook dispatcher (unless --no-dispatcher) and the privacy runner,
+// with a graceful shutdown.
 // `trackway dispatch`: the same without HTTP.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +29,7 @@ import { loadGeoLocator } from './tracking/geo.ts';
 import { createIngestor } from './tracking/ingest.ts';
 import { fastTrackingHandlers } from './tracking/fast-ingest.ts';
 import { SubjectHasher } from './privacy/subject-hash.ts';
+import { PrivacyRunner, type PrivacyRunnerOptions } from './privacy/runner.ts';
 
 export interface ServeOptions {
   dispatcher: boolean;
@@ -41,6 +43,8 @@ export interface ServeOptions {
   worker?: number;
   /** the process's metrics (default: a new registry) */
   metrics?: Metrics;
+  /** the privacy runner's timings (defaults otherwise); it runs where the jobs or a dispatcher run */
+  privacy?: PrivacyRunnerOptions;
 }
 
 export interface RunningServer {
@@ -48,6 +52,8 @@ export interface RunningServer {
   deps: Deps;
   /** the LISTEN connection and, unless turned off, the dispatcher */
   webhooks: WebhookRuntime;
+  /** erase/export requests, erasure notices' redaction and visitor retention; undefined where neither jobs nor a dispatcher run */
+  privacy: PrivacyRunner | undefined;
   close(): Promise<void>;
 }
 
@@ -107,15 +113,20 @@ export async function startOnDatabase(config: Config, handle: DbHandle, log: Log
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${addr.port}`;
   const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: opts.dispatcher, dispatcherOptions: opts.dispatcherOptions, backlog: jobs });
   const stopMaintenance = jobs ? startPartitionMaintenance(deps.db, config.eventRetentionDays, log) : () => {};
+  const privacy = jobs || opts.dispatcher ? new PrivacyRunner(deps, { retention: jobs, ...opts.privacy }) : undefined;
+  privacy?.start(webhooks.notifications);
 
   let closing: Promise<void> | undefined;
   return {
     url,
     deps,
     webhooks,
+    privacy,
     close() {
       closing ??= (async () => {
         stopMaintenance();
+        // a request being run hands its claim back after its current step
+        const privacyStopped = privacy?.stop();
         // the dispatcher stops claiming and finishes its requests meanwhile
         const stopping = webhooks.stop();
         await new Promise<void>((resolve) => {
@@ -128,6 +139,7 @@ export async function startOnDatabase(config: Config, handle: DbHandle, log: Log
           }, 10_000).unref();
         });
         await stopping;
+        await privacyStopped;
         // whatever was accepted into the ingest queue is committed before the pool closes
         await deps.ingest.drain();
       })();
@@ -173,9 +185,15 @@ export function dispatch(config: Config, log: Logger): Promise<() => Promise<voi
   return onMigratedDatabase(config, log, 10, async (handle, where) => {
     const deps = await buildDeps(config, handle.db, log);
     const webhooks = await startWebhookRuntime(deps, handle, { dispatcher: true });
+    // privacy requests run beside the dispatcher (retention stays with serve's periodic jobs)
+    const privacy = new PrivacyRunner(deps, { retention: false });
+    privacy.start(webhooks.notifications);
     log.info({ database: where }, 'Trackway dispatcher is up');
     process.stdout.write(`Trackway dispatcher is running (${where})\n`);
-    return () => webhooks.stop();
+    return async () => {
+      await privacy.stop();
+      await webhooks.stop();
+    };
   });
 }
 

@@ -173,12 +173,14 @@ export interface LearnEventsTable {
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
+/** `matched` (contactMatched), `event` (eventExported), `erased` (contactErased) */
+export type DeliveryKind = 'matched' | 'event' | 'erased';
 
 export interface DeliveriesTable {
   org_id: number;
   id: Generated<number>;
   integration_id: number;
-  kind: 'matched' | 'event';
+  kind: DeliveryKind;
   webhook_id: Generated<string>;
   body: string;
   status: Generated<DeliveryStatus>;

@@ -12,6 +12,7 @@ import { deliveriesHandlers } from '../webhooks/deliveries.handlers.ts';
 import { trackerHandlers } from '../tracking/tracker.handlers.ts';
 import { statsHandlers } from '../tracking/stats.handlers.ts';
 import { analyticsHandlers } from '../analytics/handlers.ts';
+import { privacyHandlers } from '../privacy/privacy.handlers.ts';
 import type { HandlerMap } from './types.ts';
 
 export function handlers(deps: Deps): HandlerMap {
@@ -25,6 +26,7 @@ export function handlers(deps: Deps): HandlerMap {
     ...trackerHandlers(deps),
     ...analyticsHandlers(deps),
     ...statsHandlers(deps),
+    ...privacyHandlers(deps),
   };
 }
 

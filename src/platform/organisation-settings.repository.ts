@@ -3,6 +3,7 @@
 // identity_secret_enc is sealed by the caller with the server's Cipher.
 import { type Transaction, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
+import { ALL_ORGANISATIONS } from '../db/database.ts';
 import { type Executor } from '../db/tenancy.ts';
 
 /** Tells every process (after commit) that this organisation's settings changed. */
@@ -93,4 +94,12 @@ export async function ensureIdentitySecret(db: Executor, orgId: number, sealed: 
 
 export async function announceOrganisationChange(db: Executor, orgId: number): Promise<void> {
   await sql`SELECT pg_notify(${ORGANISATIONS_CHANNEL}, ${String(orgId)})`.execute(db);
+}
+
+/** Organisations with a visitor retention (retention's one statement over every organisation). */
+export async function organisationsWithRetention(db: Executor): Promise<{ id: number; days: number }[]> {
+  const { rows } = await sql<{ id: number; days: number }>`${sql.raw(ALL_ORGANISATIONS)}
+    SELECT id, visitor_retention_days AS days FROM organisations WHERE visitor_retention_days IS NOT NULL ORDER BY id
+  `.execute(db);
+  return rows;
 }

@@ -32,3 +32,13 @@ export async function removeSuppression(db: Executor, orgId: number, hash: Buffe
   const r = await orgScoped(db, orgId).deleteFrom('privacy_suppressions').where('subject_hash', '=', hash).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
+
+/** The organisation's list, newest first (by the request that made each entry), before request `beforeRequestId` when given. */
+export function listSuppressions(db: Executor, orgId: number, limit: number, beforeRequestId?: number) {
+  let q = orgScoped(db, orgId)
+    .selectFrom('privacy_suppressions as s')
+    .innerJoin('privacy_requests as r', (j) => j.onRef('r.org_id', '=', 's.org_id').onRef('r.id', '=', 's.request_id'))
+    .select(['s.request_id', 's.created_at', 'r.subject_type']);
+  if (beforeRequestId !== undefined) q = q.where('s.request_id', '<', beforeRequestId);
+  return q.orderBy('s.request_id', 'desc').limit(limit).execute();
+}

@@ -1,7 +1,7 @@
 // Deliveries as the platform API reads them: Kysely only. Every query is
 // scoped to one organisation, or to the organisations assigned to the caller.
 import { type Transaction, sql } from 'kysely';
-import type { DB, DeliveryStatus } from '../db/schema.ts';
+import type { DB, DeliveryKind, DeliveryStatus } from '../db/schema.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
 
@@ -24,7 +24,7 @@ export interface DeliveryRow {
   org_id: number;
   id: number;
   integration_id: number;
-  kind: 'matched' | 'event';
+  kind: DeliveryKind;
   webhook_id: string;
   body: string;
   status: DeliveryStatus;

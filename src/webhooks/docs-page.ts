@@ -52,6 +52,8 @@ const EVENT = {
   properties: { cart_url: 'https://shop.example.com/cart', product_id: 42, line_items: [], cart_value: 59.9 },
 };
 
+const ERASED = { medium: 'erased', contact: 'jane.doe@example.com', type: 'EMAIL', org_id: '42', date: '2024-05-16' };
+
 const NODE_EXAMPLE = `import http from 'node:http';
 import { Webhook } from 'standardwebhooks';
 
@@ -133,6 +135,14 @@ them, without URLs outside the organisation's allowed domains.</p>
 <p><strong>Ignore fields you do not know</strong>: later versions add fields to these bodies (never remove or change
 one); deliveries made by an earlier version lack the newer ones.</p>
 <pre>${json(EVENT)}</pre>
+<h3>Contact erased (<code>medium: "erased"</code>)</h3>
+<p>Sent to integrations with <code>do_contacts: true</code> for each email or phone Trackway erased: the person
+asked to be forgotten (an erase request of the merchant, under GDPR art. 17 or the CCPA's right to delete), or
+nobody had seen them for the organisation's <code>visitor_retention_days</code>. <strong>Delete or anonymise your
+copy of the contact</strong> and what you hold about it; <code>date</code> is the UTC day of the erasure. Trackway
+keeps this notification only until it is delivered or given up: then its stored copy loses the contact
+(<code>redacted: true</code> in the delivery log), so a failed one cannot be sent again with it.</p>
+<pre>${json(ERASED)}</pre>
 
 <h2 id="headers">Headers</h2>
 <table>

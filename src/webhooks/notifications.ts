@@ -2,12 +2,14 @@
 // deliveries committed: wake the dispatcher), `trackway_integrations`
 // (an organisation's integrations changed: drop its cached targets) and
 // `trackway_organisations` (an organisation's settings changed: drop its
-// cached policy). It
+// cached policy) and `trackway_privacy` (a privacy request was queued: wake
+// the privacy runner, src/privacy/runner.ts). It
 // reconnects with backoff after a database restart; since notifications sent
 // while it was away are lost, subscribers are told on every (re)connect.
 import pg from 'pg';
 import type { Logger } from '../log.ts';
 import { ORGANISATIONS_CHANNEL } from '../platform/organisation-settings.repository.ts';
+import { PRIVACY_CHANNEL } from '../privacy/requests.repository.ts';
 import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
 import { INTEGRATIONS_CHANNEL } from './targets.ts';
 
@@ -15,7 +17,10 @@ type Listener = (payload: string) => void;
 
 export interface Notifications {
   /** calls fn for every notification on the channel; returns an unsubscribe */
-  on(channel: typeof DELIVERIES_CHANNEL | typeof INTEGRATIONS_CHANNEL | typeof ORGANISATIONS_CHANNEL, fn: Listener): () => void;
+  on(
+    channel: typeof DELIVERIES_CHANNEL | typeof INTEGRATIONS_CHANNEL | typeof ORGANISATIONS_CHANNEL | typeof PRIVACY_CHANNEL,
+    fn: Listener,
+  ): () => void;
   /** calls fn after every successful (re)connect, when notifications may have been missed */
   onConnect(fn: () => void): () => void;
   /** resolves once the first LISTEN is in place (or rejects after a failed first try) */
@@ -23,7 +28,7 @@ export interface Notifications {
   close(): Promise<void>;
 }
 
-const CHANNELS = [DELIVERIES_CHANNEL, INTEGRATIONS_CHANNEL, ORGANISATIONS_CHANNEL];
+const CHANNELS = [DELIVERIES_CHANNEL, INTEGRATIONS_CHANNEL, ORGANISATIONS_CHANNEL, PRIVACY_CHANNEL];
 const HEARTBEAT_MS = 30_000;
 
 export function startNotifications(connectionString: string, log: Logger): Notifications {

@@ -35,6 +35,10 @@ describe('contract', () => {
       ['GET', '/v1/rest/acme/organisations/1/deliveries'],
       ['POST', '/v1/rest/acme/deliveries/1/retry'],
       ['GET', '/v1/rest/acme/organisations/1/learn-events'],
+      ['POST', '/v1/rest/acme/organisations/1/privacy-requests'],
+      ['GET', '/v1/rest/acme/organisations/1/privacy-requests'],
+      ['GET', '/v1/rest/acme/organisations/1/privacy-requests/1'],
+      ['GET', '/v1/rest/acme/organisations/1/privacy-suppressions'],
       ['GET', '/jsv1/identify/1/r/c/eyJ9'],
       ['GET', '/jsv1/1/r/c/null/event/view'],
       ...['view', 'updatecart', 'removefromcart', 'checkout', 'buy', 'productview', 'categoryview'].map((e): [string, string] => [
@@ -47,7 +51,7 @@ describe('contract', () => {
     for (const [method, path] of expected) {
       expect(route(method, path), `${method} ${path}`).to.not.equal(undefined);
     }
-    expect(Object.keys(doc.webhooks).sort()).to.deep.equal(['contactMatched', 'eventExported']);
+    expect(Object.keys(doc.webhooks).sort()).to.deep.equal(['contactErased', 'contactMatched', 'eventExported']);
   });
 
   it('gives every operation an operationId, summary, description, tags and examples', () => {

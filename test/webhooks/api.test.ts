@@ -190,6 +190,7 @@ describe('webhook deliveries API', function () {
       'Retry-After',
       '"medium": "matched"',
       '"medium": "event"',
+      '"medium": "erased"',
     ]) {
       expect(r.text).to.include(text);
     }

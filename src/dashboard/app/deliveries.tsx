@@ -148,7 +148,10 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
       setBusy(false);
     }
   };
-  const what = d.payload.medium === 'matched' ? 'Contact match' : `Event: ${d.payload.event}`;
+  const p = d.payload;
+  const what = p.medium === 'matched' ? 'Contact match' : p.medium === 'erased' ? 'Contact erased' : `Event: ${p.event}`;
+  // a contactErased notice keeps its contact only until it is delivered or given up
+  const contact = 'contact' in p ? p.contact : 'redacted';
   const attemptsId = `attempts-${d.id}`;
   const payloadId = `payload-${d.id}`;
   return (
@@ -163,7 +166,7 @@ function DeliveryCard({ delivery: d, integration, onRetried }: { delivery: Deliv
         <div class="wide">
           <dt>Contact</dt>
           <dd class="wrap">
-            <Breakable text={d.payload.contact} />
+            <Breakable text={contact} />
           </dd>
         </div>
         <div class="wide">
