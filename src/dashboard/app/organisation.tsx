@@ -17,6 +17,7 @@ const TABS = [
   ['/integrations', 'Integrations'],
   ['/deliveries', 'Deliveries'],
   ['/visitors', 'Visitors'],
+  ['/privacy', 'Privacy'],
   ['/settings', 'Settings'],
 ] as const;
 
