@@ -876,6 +876,14 @@ export interface paths {
          *     - `setCorexId(id)` sets the shop's own visitor id (`corex_id`);
          *     - `ids()` returns `{org_id, roaming_id, core_id, corex_id}`.
          *
+         *     Global Privacy Control: when `navigator.globalPrivacyControl` is
+         *     `true`, `identify` sends nothing (the email, phone and name never leave
+         *     the browser) and events carry no `corex_id`; page views and other
+         *     events are still sent (with the browser's own `Sec-GPC: 1`, the
+         *     server links them to no one). An organisation that turned `honor_gpc`
+         *     off can add `data-honor-gpc="false"` to the `script` element to have
+         *     the tracker send as usual.
+         *
          *     Calls made before the script has loaded are queued as arrays:
          *     `window.trackway = window.trackway || []; trackway.push(['identify', {email: 'jane@example.com'}])`.
          *     The tracker sends with `navigator.sendBeacon` (a `text/plain` body) or
@@ -896,7 +904,13 @@ export interface paths {
     "/jsv1/identify/{org_id}/{roaming_id}/{core_id}/{payload}": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -963,6 +977,19 @@ export interface paths {
          *     outside the organisation's `allowed_domains`, or that carries neither,
          *     answers 403 `origin_not_allowed` before anything is stored.
          *
+         *     Privacy (the organisation's `honor_gpc` and suppression list). Each
+         *     case answers the same 200 `{core_id}` as any identify, so a shop's
+         *     tracker behaves the same:
+         *     - `Sec-GPC: 1` with `honor_gpc` (the default): no contact, link or
+         *       name is stored and no notification is sent; only the visitor's last
+         *       sighting is updated.
+         *     - The email or the phone on the suppression list (a privacy request
+         *       with `suppress`): the same, for the whole payload (a phone sent
+         *       beside a suppressed email is not linked either).
+         *     - The visitor's `core_id` on the suppression list: nothing at all is
+         *       stored (no visitor, no event) and nothing is sent, for identifies
+         *       and events alike.
+         *
          *     A payload that is not valid base64, not JSON, or not a valid
          *     `IdentifyPayload` answers 400 `invalid_payload`; bad identifiers answer
          *     400 `invalid_request`; an unknown or inactive organisation answers 404
@@ -980,7 +1007,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/view": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1036,7 +1069,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/updatecart": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1084,7 +1123,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/removefromcart": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1130,7 +1175,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/checkout": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1177,7 +1228,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/buy": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1223,7 +1280,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/productview": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1272,7 +1335,13 @@ export interface paths {
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/categoryview": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -1516,6 +1585,10 @@ export interface webhooks {
          *     `httpTimeout`; timeouts, network errors, 408, 409, 425, 429 and 5xx
          *     are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±10%
          *     jitter), other statuses fail at once.
+         *
+         *     Never sent for an event whose request carried `Sec-GPC: 1` (under
+         *     the organisation's `honor_gpc`, the default), nor for a person one
+         *     of whose contacts is on the organisation's suppression list.
          */
         post: operations["receiveEventExported"];
         delete?: never;
@@ -3070,6 +3143,11 @@ export interface components {
          * @example https://shop.example.com/collections/summer
          */
         Referer: string;
+        /**
+         * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+         * @example 1
+         */
+        SecGpc: string;
         /**
          * @description ETag of a cached copy; a match answers 304 without a body.
          * @example "3f2a1c9b"
@@ -5308,7 +5386,13 @@ export interface operations {
     identifyVisitor: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5390,6 +5474,11 @@ export interface operations {
             };
             header?: {
                 /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+                /**
                  * @description Used as the viewed page when `page` is absent and the header holds an `http(s)` URL.
                  * @example https://shop.example.com/collections/summer
                  */
@@ -5441,7 +5530,13 @@ export interface operations {
     recordViewEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5490,7 +5585,13 @@ export interface operations {
     recordUpdateCartEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5551,7 +5652,13 @@ export interface operations {
     recordRemoveFromCartEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5603,7 +5710,13 @@ export interface operations {
     recordCheckoutEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5665,7 +5778,13 @@ export interface operations {
     recordBuyEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5722,7 +5841,13 @@ export interface operations {
     recordProductViewEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.
@@ -5773,7 +5898,13 @@ export interface operations {
     recordCategoryViewEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
+                 * @example 1
+                 */
+                "Sec-GPC"?: components["parameters"]["SecGpc"];
+            };
             path: {
                 /**
                  * @description Organisation identifier.

@@ -65,8 +65,9 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const targets = createTargetCache(db);
   const organisations = createOrganisationDirectory(db, cipher);
   const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
-  const ingest = createIngestor({ db, log, metrics, targets });
-  return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest, subjects: new SubjectHasher(cipher) };
+  const subjects = new SubjectHasher(cipher);
+  const ingest = createIngestor({ db, log, metrics, targets, subjects });
+  return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest, subjects };
 }
 
 /** Everything that needs the database and HTTP, on an already-open database. */

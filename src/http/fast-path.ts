@@ -59,6 +59,8 @@ export interface FastRequest {
   userAgent: string;
   /** length of the decoded body text (0 without a body), as the Koa path's rawBody.length */
   bodyChars: number;
+  /** `Sec-GPC: 1` (Global Privacy Control), as ctx.get('sec-gpc') === '1' reads it */
+  gpc: boolean;
 }
 
 /**
@@ -239,6 +241,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
       referer: (req.headers.referrer as string | undefined) || req.headers.referer || '',
       userAgent: header(req, 'user-agent'),
       bodyChars: parsed?.chars ?? 0,
+      gpc: req.headers['sec-gpc'] === '1',
     });
     if (!submit) return handOver();
 

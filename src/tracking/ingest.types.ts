@@ -8,6 +8,8 @@ export interface IngestPolicy {
   identityVerification: 'optional' | 'required';
   /** an http(s) URL whose host is one of the organisation's allowed domains */
   allowsUrl(url: string): boolean;
+  /** the organisation's suppression list is not empty: the batch checks its items against it (src/privacy/ingest-privacy.service.ts) */
+  suppressing: boolean;
 }
 
 interface VisitorContext {
@@ -18,6 +20,12 @@ interface VisitorContext {
   userAgent: string | null;
   location: Location | null;
   policy: IngestPolicy;
+  /**
+   * the request carried `Sec-GPC: 1` and the organisation honours it
+   * (honor_gpc): nothing of it may identify or be linked to a person
+   * (src/privacy/ingest-privacy.service.ts); absent: false
+   */
+  gpc?: boolean;
 }
 
 export interface EventItem extends VisitorContext {

@@ -1,6 +1,7 @@
 // The plain batch: events only, none carrying a corex_id, none of a kind
 // identity records (EVENTS_RECORDED), for organisations that export no
-// events. Such a batch needs nothing from PostgreSQL but its visitors touched
+// events — or events under Global Privacy Control, which identity never
+// records and nothing exports, whatever their kind. Such a batch needs nothing from PostgreSQL but its visitors touched
 // and its events inserted: no person is read, nothing is stitched, no delivery
 // is caused. It is written as ONE statement (data-modifying CTEs) outside any
 // transaction — a single statement is atomic, and one round trip replaces
@@ -22,9 +23,16 @@ import { EVENTS_RECORDED, visitorTouches } from '../identity/stitching.service.t
 import { eventsInsert } from './events.repository.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
 
-/** Whether the batch is plain (see above); `exportsEvents` answers for each organisation of the batch. */
+/**
+ * Whether the batch is plain (see above); `exportsEvents` answers for each
+ * organisation of the batch. An event under Global Privacy Control (`gpc`,
+ * its corex_id already dropped: src/privacy/ingest-privacy.service.ts) is
+ * never recorded by identity nor exported, whatever its kind.
+ */
 export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId: number) => boolean): items is EventItem[] {
-  return items.every((it) => it.kind === 'event' && it.corexId === null && !EVENTS_RECORDED.has(it.name) && !exportsEvents(it.orgId));
+  return items.every(
+    (it) => it.kind === 'event' && it.corexId === null && (it.gpc === true || (!EVENTS_RECORDED.has(it.name) && !exportsEvents(it.orgId))),
+  );
 }
 
 /** Writes a plain batch: its visitors and its events, in one statement. */

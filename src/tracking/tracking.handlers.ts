@@ -27,7 +27,14 @@ function bodyBytes(ctx: Koa.Context): number {
 
 /** What the tracking rules need of a Koa request. */
 function clientOf(ctx: Koa.Context): TrackingClient {
-  return { ip: ctx.ip, origin: ctx.get('origin'), referer: ctx.get('referer'), userAgent: ctx.get('user-agent'), bodyChars: bodyBytes(ctx) };
+  return {
+    ip: ctx.ip,
+    origin: ctx.get('origin'),
+    referer: ctx.get('referer'),
+    userAgent: ctx.get('user-agent'),
+    bodyChars: bodyBytes(ctx),
+    gpc: ctx.get('sec-gpc') === '1',
+  };
 }
 
 export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recordViewEventPixel' | 'identifyVisitor'> {

@@ -31,6 +31,8 @@ export interface TrackingClient {
   userAgent: string;
   /** length of the decoded body text (0 for GET): the limits weigh requests by it */
   bodyChars: number;
+  /** the request carried `Sec-GPC: 1` (Global Privacy Control; any other value is no signal) */
+  gpc: boolean;
 }
 
 export interface PathIds {
@@ -75,6 +77,8 @@ function createTrackingService(deps: Deps): TrackingService {
       userAgent: ua ? ua.slice(0, 1024) : null,
       location: deps.geo.locate(client.ip),
       policy,
+      // honoured under honor_gpc: the batch stores nothing of it that identifies or links (src/privacy/ingest-privacy.service.ts)
+      gpc: client.gpc && policy.honorGpc,
     };
   }
 

@@ -13,6 +13,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { ALL_ORGANISATIONS } from '../../src/db/database.ts';
 import { TENANT_TABLES } from '../../src/db/distribution.ts';
+import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
@@ -105,6 +106,10 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
   it('names the organisation in every statement of ingest, identify and dispatch that touches a tenant table', async () => {
     const { id: org, domain } = (await newMerchant(srv, account)).organisation;
     await newWebhook(srv, account, org, { endpoint: receiver.url });
+    // a suppression list: every batch of this organisation looks its items up in it
+    const suppressed = { type: 'email' as const, value: `${unique('s')}@example.com` };
+    await addSuppression(srv.deps.db, org, srv.deps.subjects.hash(org, suppressed), 1, new Date());
+    srv.deps.organisations.invalidate(org);
     recording = true;
     const v = { roaming: unique('r'), core: unique('c') };
     const path = (name: string) => `/jsv1/${org}/${v.roaming}/${v.core}/null/event/${name}`;
@@ -119,6 +124,17 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     expect(again.status, again.text).to.equal(202);
     const id = await srv.api.get(`/jsv1/identify/${org}/${v.roaming}/${v.core}/${b64url({ email: `${v.core}@example.com` })}`);
     expect(id.status, id.text).to.equal(200);
+    // privacy: the suppressed email identifies without a contact, a GPC request links nothing; then an exported event checks its contacts
+    const quiet = await srv.api.get(`/jsv1/identify/${org}/${v.roaming}/${unique('c')}/${b64url({ email: suppressed.value })}`);
+    expect(quiet.status, quiet.text).to.equal(200);
+    const gpc = await srv.api.post(
+      path('productview'),
+      { product_id: 8, price: 1, product_url: `https://${domain}/p/8` },
+      { headers: { 'sec-gpc': '1' } },
+    );
+    expect(gpc.status, gpc.text).to.equal(202);
+    const exported = await srv.api.post(path('view'), { page: `https://${domain}/after` });
+    expect(exported.status, exported.text).to.equal(202);
     // delivered by the dispatcher, then its outcome recorded (no poll of ours: it would be recorded too)
     await receiver.waitFor(1, 20_000);
     await new Promise((r) => setTimeout(r, 2_000));
@@ -129,7 +145,7 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
       statements.some((s) => /for\s+update/i.test(s) && tenantTablesOf(s).includes('visitors')),
       'no batch locked visitors',
     ).to.equal(true);
-    checkStatements(statements, ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts']);
+    checkStatements(statements, ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts', 'privacy_suppressions']);
   });
 
   it('names the organisation in every statement of privacy requests, erasure, export, notices and retention', async () => {

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
+import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestDatabase, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
@@ -53,6 +54,9 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
   let org: number;
   let domain: string;
   let other: number;
+  /** an organisation with a suppression list (its email and core_id below) */
+  let quiet: number;
+  let quietDomain: string;
   let seq = 0;
 
   before(async () => {
@@ -86,6 +90,15 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
       token: account.token,
     });
     expect(s.status, s.text).to.equal(200);
+    ({ id: quiet, domain: quietDomain } = (await newMerchant(srv, account)).organisation);
+    for (const subject of [
+      { type: 'email' as const, value: 'suppressed@example.com' },
+      { type: 'core_id' as const, value: 'c-suppressed' },
+    ]) {
+      await addSuppression(fast.deps.db, quiet, fast.deps.subjects.hash(quiet, subject), 1, new Date());
+    }
+    // the policy says `suppressing` from now on, in both servers
+    for (const server of [fast, koa]) server.deps.organisations.invalidate(quiet);
   });
   after(async () => {
     await koa?.close();
@@ -185,6 +198,57 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
       expect(strip(events.rows)[0]).to.deep.equal(strip(events.rows)[1]);
       expect(visitors.rows).to.have.length(2);
       expect(strip(visitors.rows)[0]).to.deep.equal(strip(visitors.rows)[1]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('answers requests under Global Privacy Control and about suppressed subjects as any other, and stores the same', async () => {
+    const before = await metric(fast, 'answered');
+    const GPC = { 'sec-gpc': '1' };
+    const page = JSON.stringify({ page: `https://${quietDomain}/` });
+    const identify =
+      (payload: unknown, o = () => quiet) =>
+      (v: { roaming: string; core: string }) =>
+        `/jsv1/identify/${o()}/${v.roaming}/${v.core}/${b64url(payload)}`;
+    const cases: [string, string, (v: { roaming: string; core: string }) => string, Record<string, string>, string?][] = [
+      ['GPC view with a corex_id', 'POST', ev('view', 'cust-2', () => quiet), { ...JSON_TYPE, ...GPC }, page],
+      [
+        'GPC productview',
+        'POST',
+        ev('productview', 'null', () => quiet),
+        { ...JSON_TYPE, ...GPC },
+        JSON.stringify({ product_id: 8, price: 1, product_url: `https://${quietDomain}/p/8` }),
+      ],
+      ['GPC identify', 'GET', identify({ email: 'gpc@example.com', name: 'Gee' }), GPC],
+      ['suppressed email', 'GET', identify({ email: ' Suppressed@Example.com', phone: '+1 555 0100', name: 'Sue' }), {}],
+      ['suppressed core_id, event', 'POST', () => `/jsv1/${quiet}/r1/c-suppressed/null/event/view`, JSON_TYPE, page],
+      ['suppressed core_id, identify', 'GET', () => `/jsv1/identify/${quiet}/r1/c-suppressed/${b64url({ email: 'x@example.com' })}`, {}],
+    ];
+    for (const [what, method, path, headers, body] of cases) {
+      const r = await same(method, path, headers, body);
+      expect(r.status, `${what}: ${r.body}`).to.be.oneOf([200, 202]);
+    }
+    expect(await metric(fast, 'answered')).to.equal(before + cases.length);
+
+    const c = new pg.Client({ connectionString: database.url });
+    await c.connect();
+    try {
+      const q = async (text: string) => (await c.query(text, [quiet])).rows.map((r) => ({ ...r, core_id: String(r.core_id).replace(/[fk]$/, '') }));
+      const visitors = await q(`SELECT core_id, corex_id, name, right(core_id, 1) AS via FROM visitors WHERE org_id = $1 ORDER BY core_id`);
+      const events = await q(`SELECT core_id, corex_id, name, right(core_id, 1) AS via FROM events WHERE org_id = $1 ORDER BY core_id`);
+      const by = (rows: Record<string, unknown>[], via: string) => rows.filter((r) => r.via === via).map(({ via: _, ...r }) => r);
+      // four visitors and two events through each path, the same; nothing of the suppressed core_id
+      expect(by(visitors, 'f')).to.have.length(4);
+      expect(by(visitors, 'f')).to.deep.equal(by(visitors, 'k'));
+      expect(by(events, 'f')).to.have.length(2);
+      expect(by(events, 'f')).to.deep.equal(by(events, 'k'));
+      expect(visitors.filter((v) => v.via !== 'f' && v.via !== 'k')).to.deep.equal([]);
+      expect(visitors.every((v) => v.name === null && v.corex_id === null)).to.equal(true);
+      expect(events.every((e) => e.corex_id === null)).to.equal(true);
+      for (const table of ['contacts', 'visitor_contacts', 'deliveries', 'products']) {
+        expect((await c.query(`SELECT count(*)::int AS n FROM ${table} WHERE org_id = $1`, [quiet])).rows[0].n, table).to.equal(0);
+      }
     } finally {
       await c.end();
     }

@@ -1,6 +1,7 @@
 // The dashboard: sign-in, then the platform's organisations and, per
 // organisation, its overview, integrations, deliveries, visitors (each with
-// its timeline), events and trust settings.
+// its timeline), events, privacy (requests, suppression list, privacy
+// settings) and trust settings.
 import { type JSX, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { clearSession, loadSession, onSessionExpired, type Session, saveSession } from './api.ts';
@@ -9,6 +10,7 @@ import { Events } from './events.tsx';
 import { Integrations } from './integrations.tsx';
 import { OrganisationFrame, Overview } from './organisation.tsx';
 import { Organisations } from './organisations.tsx';
+import { Privacy } from './privacy.tsx';
 import { BASE, Link, match, navigate, useLocation } from './router.ts';
 import { Settings } from './settings.tsx';
 import { SignIn } from './sign-in.tsx';
@@ -24,6 +26,7 @@ function Page({ url }: { url: URL }) {
     [`${BASE}/organisations/:id/visitors`, (id) => <Visitors orgId={id} url={url} />],
     [`${BASE}/organisations/:id/visitors/:core`, (id, p) => <Visitor orgId={id} coreId={p.core!} />],
     [`${BASE}/organisations/:id/events`, (id) => <Events orgId={id} url={url} />],
+    [`${BASE}/organisations/:id/privacy`, (id) => <Privacy orgId={id} />],
     [`${BASE}/organisations/:id/settings`, (id) => <Settings orgId={id} />],
   ];
   for (const [pattern, view] of tabs) {

@@ -18,6 +18,7 @@ const TABS = [
   ['/deliveries', 'Deliveries'],
   ['/visitors', 'Visitors'],
   ['/events', 'Events'],
+  ['/privacy', 'Privacy'],
   ['/settings', 'Settings'],
 ] as const;
 

@@ -19,6 +19,13 @@
 //   their order.
 // - identify({email, phone, name, hash}): `hash` is the identity-verification
 //   HMAC the shop's server computed for the signed-in customer; passed through.
+// - Global Privacy Control (README "The browser tracker"): when
+//   navigator.globalPrivacyControl is true, identify sends nothing (the email,
+//   phone and name never leave the browser) and setCorexId is ignored (events
+//   carry corex_id `null`); events still go, with the browser's own
+//   `Sec-GPC: 1`, which the server honours by linking them to no one. A
+//   script element with data-honor-gpc="false" (an organisation that turned
+//   honor_gpc off) sends as usual.
 
 interface TrackwayIds {
   org_id: number | null;
@@ -63,6 +70,7 @@ type Anything = any;
       // no usable src: nothing is sent
     }
     let corex: string | null = null;
+    const gpc = (navigator as Anything).globalPrivacyControl === true && !(script && script.getAttribute('data-honor-gpc') === 'false');
 
     // ---- ids: "id~expiry" (expiry in ms, base 36) in localStorage, else a cookie, else memory
     const memory: Record<string, string> = {};
@@ -149,7 +157,7 @@ type Anything = any;
 
     // ---- the API
     const identify = (who: Anything) => {
-      if (!base || !who || typeof who !== 'object') return;
+      if (!base || gpc || !who || typeof who !== 'object') return;
       const payload: Record<string, string> = {};
       let any = false;
       for (const k of ['email', 'phone', 'name', 'hash']) {
@@ -169,7 +177,7 @@ type Anything = any;
       if (body && typeof body === 'object' && !Array.isArray(body)) send(name, body);
     };
     const setCorexId = (value: Anything) => {
-      if (value == null || value === '') corex = null;
+      if (gpc || value == null || value === '') corex = null;
       else if ((typeof value === 'string' || typeof value === 'number') && ID.test(String(value))) corex = String(value);
     };
     const commands: Record<string, (...a: Anything[]) => void> = { identify, track, setCorexId };
