@@ -19,14 +19,26 @@ describe('config', () => {
     expect(c.loginAddressRateLimit).to.deep.equal({ limit: 30, windowMs: 900_000 });
     expect(c.passwordHashCost).to.equal(17);
     expect(c.metricsToken).to.equal(undefined);
-    expect(c.webhookShare).to.deep.equal({ perIntegration: 8, perOrganisation: 128, global: 512 });
+    // work-conserving by default: one organisation alone may use all but the reserve
+    expect(c.webhookShare).to.deep.equal({ perIntegration: 8, perOrganisation: 448, global: 512, reserve: 64, slowMs: 2000 });
     expect(
-      loadConfig({ WEBHOOK_CONCURRENCY: '32', WEBHOOK_ORGANISATION_SHARE: '256', WEBHOOK_DISPATCH_CAPACITY: '1024' }).webhookShare,
+      loadConfig({
+        WEBHOOK_CONCURRENCY: '32',
+        WEBHOOK_ORGANISATION_SHARE: '256',
+        WEBHOOK_DISPATCH_CAPACITY: '1024',
+        WEBHOOK_DISPATCH_RESERVE: '100',
+        WEBHOOK_SLOW_ENDPOINT: '5s',
+      }).webhookShare,
     ).to.deep.equal({
       perIntegration: 32,
       perOrganisation: 256,
       global: 1024,
+      reserve: 100,
+      slowMs: 5000,
     });
+    // a small capacity keeps an eighth of itself (at least one slot) in reserve
+    expect(loadConfig({ WEBHOOK_DISPATCH_CAPACITY: '40' }).webhookShare).to.include({ global: 40, reserve: 5, perOrganisation: 35 });
+    expect(loadConfig({ WEBHOOK_DISPATCH_CAPACITY: '8', WEBHOOK_CONCURRENCY: '4' }).webhookShare).to.include({ reserve: 1, perOrganisation: 7 });
     // one dispatcher per host unless more workers are asked to dispatch
     expect(c.webhookDispatchWorkers).to.equal(1);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: '2' }).webhookDispatchWorkers).to.equal(2);
@@ -51,9 +63,12 @@ describe('config', () => {
     [{ PASSWORD_HASH_COST: '12' }, /^PASSWORD_HASH_COST: 12 is outside 14..20$/],
     [{ METRICS_TOKEN: 'short' }, /^METRICS_TOKEN: must be at least 16/],
     [{ WEBHOOK_CONCURRENCY: '0' }, /^WEBHOOK_CONCURRENCY: 0 is outside 1..1024$/],
-    [{ WEBHOOK_CONCURRENCY: '200' }, /^WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE$/],
+    [{ WEBHOOK_CONCURRENCY: '200', WEBHOOK_ORGANISATION_SHARE: '100' }, /^WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE$/],
     [{ WEBHOOK_DISPATCH_WORKERS: '0' }, /^WEBHOOK_DISPATCH_WORKERS: "0" is not a whole number from 1 to 64 \(or all\)$/],
-    [{ WEBHOOK_ORGANISATION_SHARE: '600' }, /^WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY$/],
+    [{ WEBHOOK_ORGANISATION_SHARE: '600' }, /^WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY less WEBHOOK_DISPATCH_RESERVE$/],
+    [{ WEBHOOK_DISPATCH_RESERVE: '512' }, /^WEBHOOK_DISPATCH_RESERVE: must be less than WEBHOOK_DISPATCH_CAPACITY$/],
+    [{ WEBHOOK_SLOW_ENDPOINT: '1ms' }, /^WEBHOOK_SLOW_ENDPOINT: must be from 10ms to 60s$/],
+    [{ WEBHOOK_SLOW_ENDPOINT: 'slow' }, /^WEBHOOK_SLOW_ENDPOINT: "slow" is not a duration/],
   ];
   for (const [env, message] of bad) {
     it(`refuses ${JSON.stringify(env)} with a one-line reason`, () => {
