@@ -372,6 +372,10 @@ export interface paths {
          *     - `identity_verification`: `optional` or `required` (see
          *       `identifyVisitor`). Switching to `required` does not undo links made
          *       before.
+         *     - `export_unverified`: `false` keeps event exports of activity not
+         *       backed by a verified link out altogether (only exports with
+         *       `verified: true` are sent); `true` (the default) sends them all,
+         *       each saying whether it is `verified`.
          *
          *     Running Trackway processes apply a change within seconds. An
          *     organisation not assigned to the caller answers 403 (code 4030);
@@ -1577,7 +1581,7 @@ export interface components {
             /** @description `""` on creation. */
             features_enabled: string;
         };
-        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`) and `identity_secret`. */
+        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`, `export_unverified`) and `identity_secret`. */
         OrganisationDetail: {
             id: components["schemas"]["ResourceId"];
             /** @description Organisation token; send it as `org_token` to the analytics host. Stored encrypted (it cannot be read from the database in clear). */
@@ -1602,6 +1606,8 @@ export interface components {
             allowed_domains: string[];
             /** @description When `true`, tracking requests (identify, events, the pixel) whose `Origin` header (else the host of their `Referer`) is outside `allowed_domains`, or that carry neither, are refused with 403 `origin_not_allowed`. `false` by default. */
             enforce_origin: boolean;
+            /** @description `true` (the default): event exports (`medium` `event`) are sent for every contact of the event's person, each saying in `verified` whether that contact's link to the event's visitor is verified. `false`: only verified ones are sent; activity backed only by what a browser said (an identify without a valid `hash`) is not exported at all. Contact matches are not affected (they carry `verified` too). */
+            export_unverified: boolean;
             /** @description The key of identity verification: the identify payload's `hash` is HMAC-SHA256 keyed with these 64 characters (as they are, not hex-decoded). Keep it on the shop's server; rotate it with `rotateIdentitySecret`. */
             identity_secret: string;
         };
@@ -1626,6 +1632,8 @@ export interface components {
             allowed_domains?: components["schemas"]["AllowedDomain"][] | null;
             /** @description Refuse tracking requests from outside `allowed_domains` (403 `origin_not_allowed`). */
             enforce_origin?: boolean;
+            /** @description `false` keeps event exports not backed by a verified link out altogether; `true` (the default) sends them with `verified: false`. */
+            export_unverified?: boolean;
         };
         LoginRequest: {
             /** @description Email of the platform account (case-insensitive). */
@@ -2145,7 +2153,7 @@ export interface components {
             /** @description Product URLs of the last three distinct products this person viewed, most recent first, inside the organisation's `allowed_domains`. Left out when there are none. */
             last_view?: components["schemas"]["HttpUrl"][];
         };
-        /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. The seed fields (`medium` to `event`) are as the interface fixes them; `event_id`, `occurred_at`, `source_event`, `visitor` and `properties` tell one event from another and carry what it recorded. Receivers must ignore fields they do not know: later versions may add more. */
+        /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. The seed fields (`medium` to `event`) are as the interface fixes them; `event_id`, `occurred_at`, `source_event`, `visitor` and `properties` tell one event from another and carry what it recorded, and `verified` says whether the contact's link to that visitor is verified. An organisation with `export_unverified: false` receives only verified ones. Receivers must ignore fields they do not know: later versions may add more. */
         EventExportedNotification: {
             /** @constant */
             medium: "event";
@@ -2172,6 +2180,8 @@ export interface components {
             source_event?: components["schemas"]["EventName"];
             /** @description The visitor whose event it is. Always sent by this version. */
             visitor?: components["schemas"]["WebhookVisitor"];
+            /** @description `true` when this contact's link to the visitor whose event it is was made (or later confirmed) by an identify call carrying a valid `hash` (identity verification), as `verified` of a contact match says: the shop's server vouched that the visitor is this customer. `false` means the browser alone said so (or the visitor reaches the contact only through other links of the same person), and every field of `properties` is what that browser sent: treat it as untrusted text (do not mail it to the customer as if they wrote it). The organisation setting `export_unverified: false` keeps such exports out altogether. Always sent by this version; a stored delivery made before it existed lacks it. */
+            verified?: boolean;
             /** @description The event's own fields as the tracker sent them (the body of the tracking call named by `source_event`), except URLs outside the organisation's `allowed_domains`, which are left out. Always sent by this version. */
             properties?: components["schemas"]["EventProperties"];
         };
@@ -3582,6 +3592,7 @@ export interface operations {
                      *             "shop.example.com"
                      *           ],
                      *           "enforce_origin": false,
+                     *           "export_unverified": true,
                      *           "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
                      *         }
                      *       ],
@@ -3645,6 +3656,7 @@ export interface operations {
                      *         "shop.example.com"
                      *       ],
                      *       "enforce_origin": false,
+                     *       "export_unverified": true,
                      *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
                      *     }
                      */
@@ -3712,6 +3724,7 @@ export interface operations {
                      *         "shop.example.co.uk"
                      *       ],
                      *       "enforce_origin": true,
+                     *       "export_unverified": true,
                      *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d"
                      *     }
                      */
@@ -3775,6 +3788,7 @@ export interface operations {
                      *         "shop.example.com"
                      *       ],
                      *       "enforce_origin": false,
+                     *       "export_unverified": true,
                      *       "identity_secret": "9d2f4b6a8c0e1f3a5b7c9d1e3f5a7b9c0d2e4f6a8b1c3d5e7f9a0b2c4d6e8f1a"
                      *     }
                      */

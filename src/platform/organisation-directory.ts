@@ -18,6 +18,8 @@ export interface OrganisationPolicy {
   allowedDomains: readonly string[];
   enforceOrigin: boolean;
   identityVerification: 'optional' | 'required';
+  /** false: event exports only for contacts whose link to the event's visitor is verified */
+  exportUnverified: boolean;
   /** the key of identify hashes; null while the organisation has none (no hash can match) */
   identitySecret: string | null;
   /** an http(s) URL whose host is allowed */
@@ -58,6 +60,7 @@ export function policyOf(row: PolicyRow, cipher: Cipher): OrganisationPolicy {
     allowedDomains,
     enforceOrigin: row.enforce_origin,
     identityVerification: row.identity_verification,
+    exportUnverified: row.export_unverified,
     identitySecret,
     allowsUrl,
     allowsHost: (host) => hostAllowed(host, allowedDomains),

@@ -15,6 +15,7 @@ export interface PolicyRow {
   identity_verification: 'optional' | 'required';
   allowed_domains: string[] | null;
   enforce_origin: boolean;
+  export_unverified: boolean;
   identity_secret_enc: string | null;
 }
 
@@ -22,7 +23,16 @@ export interface PolicyRow {
 export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | undefined> {
   return db
     .selectFrom('organisations')
-    .select(['id', 'is_active', 'domain_key', 'identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc'])
+    .select([
+      'id',
+      'is_active',
+      'domain_key',
+      'identity_verification',
+      'allowed_domains',
+      'enforce_origin',
+      'export_unverified',
+      'identity_secret_enc',
+    ])
     .where('id', '=', orgId)
     .executeTakeFirst();
 }
@@ -32,6 +42,7 @@ export interface SettingsChange {
   /** null: back to the default */
   allowed_domains?: string[] | null;
   enforce_origin?: boolean;
+  export_unverified?: boolean;
 }
 
 /** Applies the settings sent (at least one) and touches modified_at. */

@@ -21,7 +21,10 @@ import type { OrganisationRow } from './organisations.repository.ts';
 import type { Cipher } from './secrets.ts';
 
 type SettingsDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
-export type TrustSettings = Pick<Schemas['OrganisationDetail'], 'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'identity_secret'>;
+export type TrustSettings = Pick<
+  Schemas['OrganisationDetail'],
+  'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'export_unverified' | 'identity_secret'
+>;
 
 /** A new identity secret, sealed with the server's cipher for storage. */
 export function newSealedIdentitySecret(cipher: Cipher): string {
@@ -45,6 +48,7 @@ export async function trustSettings(deps: SettingsDeps, row: OrganisationRow): P
     identity_verification: row.identity_verification,
     allowed_domains: effectiveAllowedDomains(row),
     enforce_origin: row.enforce_origin,
+    export_unverified: row.export_unverified,
     identity_secret: deps.cipher.decrypt(sealed),
   };
 }
@@ -82,8 +86,9 @@ export async function changeSettings<T>(
   if (body.allowed_domains !== undefined) change.allowed_domains = body.allowed_domains === null ? null : parseAllowedDomains(body.allowed_domains);
   if (body.enforce_origin !== undefined) change.enforce_origin = body.enforce_origin;
   if (body.identity_verification !== undefined) change.identity_verification = body.identity_verification;
+  if (body.export_unverified !== undefined) change.export_unverified = body.export_unverified;
   if (Object.keys(change).length === 0) {
-    throw invalid([{ path: '', message: 'must set at least one of identity_verification, allowed_domains, enforce_origin' }]);
+    throw invalid([{ path: '', message: 'must set at least one of identity_verification, allowed_domains, enforce_origin, export_unverified' }]);
   }
   await deps.db.transaction().execute(async (tx) => {
     await updateSettings(tx, orgId, change);

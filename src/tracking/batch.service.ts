@@ -61,7 +61,7 @@ export async function processBatch(deps: BatchDeps, tx: Tx, items: IngestItem[],
     if (it.kind === 'event') {
       const person = people.personOfVisitor(it.orgId, it.coreId);
       people.recordEvent(it);
-      if (fanOut.exportsEvents(it.orgId)) fanOut.eventExported(it, idOf.get(it)!, await people.contacts(it.orgId, person));
+      if (fanOut.exportsEvents(it.orgId)) fanOut.eventExported(it, idOf.get(it)!, await people.contacts(it.orgId, person, it.coreId));
     } else {
       const { person, linked } = await people.identify(it);
       if (linked.length === 0 || !fanOut.notifiesContacts(it.orgId)) continue;
