@@ -20,6 +20,8 @@ export interface TrackingLimits {
   org: RateLimit | undefined;
   /** identifies of an identity not seen in the last 30 minutes, per client address (/jsv1 only) */
   identify: RateLimit | undefined;
+  /** the same identifies per IPv6 /48 (a second, coarser budget; IPv4 addresses have only the first) */
+  identifyNetwork: RateLimit | undefined;
 }
 
 /**
@@ -34,6 +36,7 @@ export const DEFAULT_TRACKING_LIMITS: TrackingLimits = {
   ip: { limit: 6_000, windowMs: 60_000 },
   org: { limit: 60_000, windowMs: 60_000 },
   identify: { limit: 60, windowMs: 60_000 },
+  identifyNetwork: { limit: 600, windowMs: 60_000 },
 };
 
 /** scrypt cost as log2 N (PASSWORD_HASH_COST); 17 is N = 2^17, 128 MiB and ~0.5 s per hash. */
@@ -166,8 +169,8 @@ function rateLimit(env: Env, name: string, def: RateLimit | undefined): RateLimi
 /**
  * TRACKING_RATE_LIMIT sets the per-address and per-organisation limits
  * together (`off` turns every tracking limit off); TRACKING_IP_RATE_LIMIT,
- * TRACKING_ORG_RATE_LIMIT and TRACKING_IDENTIFY_RATE_LIMIT set one each and
- * win over it.
+ * TRACKING_ORG_RATE_LIMIT, TRACKING_IDENTIFY_RATE_LIMIT and
+ * TRACKING_IDENTIFY_NETWORK_RATE_LIMIT set one each and win over it.
  */
 function trackingLimits(env: Env): TrackingLimits {
   const all = str(env, 'TRACKING_RATE_LIMIT');
@@ -178,6 +181,7 @@ function trackingLimits(env: Env): TrackingLimits {
     ip: pick('TRACKING_IP_RATE_LIMIT', both ?? DEFAULT_TRACKING_LIMITS.ip),
     org: pick('TRACKING_ORG_RATE_LIMIT', both ?? DEFAULT_TRACKING_LIMITS.org),
     identify: pick('TRACKING_IDENTIFY_RATE_LIMIT', DEFAULT_TRACKING_LIMITS.identify),
+    identifyNetwork: pick('TRACKING_IDENTIFY_NETWORK_RATE_LIMIT', DEFAULT_TRACKING_LIMITS.identifyNetwork),
   };
 }
 

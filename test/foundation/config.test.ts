@@ -14,6 +14,7 @@ describe('config', () => {
       ip: { limit: 6000, windowMs: 60_000 },
       org: { limit: 60_000, windowMs: 60_000 },
       identify: { limit: 60, windowMs: 60_000 },
+      identifyNetwork: { limit: 600, windowMs: 60_000 },
     });
     expect(c.loginRateLimit).to.deep.equal({ limit: 10, windowMs: 900_000 });
     expect(c.loginAddressRateLimit).to.deep.equal({ limit: 30, windowMs: 900_000 });
@@ -95,16 +96,28 @@ describe('config', () => {
   });
 
   it('lets every tracking limit be overridden or turned off, one by one or all at once', () => {
-    expect(loadConfig({ TRACKING_RATE_LIMIT: 'off' }).trackingLimits).to.deep.equal({ ip: undefined, org: undefined, identify: undefined });
+    expect(loadConfig({ TRACKING_RATE_LIMIT: 'off' }).trackingLimits).to.deep.equal({
+      ip: undefined,
+      org: undefined,
+      identify: undefined,
+      identifyNetwork: undefined,
+    });
     expect(loadConfig({ TRACKING_RATE_LIMIT: 'off', TRACKING_IDENTIFY_RATE_LIMIT: '5/1m' }).trackingLimits).to.deep.equal({
       ip: undefined,
       org: undefined,
       identify: { limit: 5, windowMs: 60_000 },
+      identifyNetwork: undefined,
     });
+    expect(loadConfig({ TRACKING_IDENTIFY_NETWORK_RATE_LIMIT: '100/1m' }).trackingLimits.identifyNetwork).to.deep.equal({
+      limit: 100,
+      windowMs: 60_000,
+    });
+    expect(loadConfig({ TRACKING_IDENTIFY_NETWORK_RATE_LIMIT: 'off' }).trackingLimits.identifyNetwork).to.equal(undefined);
     expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s', TRACKING_ORG_RATE_LIMIT: 'off' }).trackingLimits).to.deep.equal({
       ip: { limit: 100, windowMs: 1000 },
       org: undefined,
       identify: { limit: 60, windowMs: 60_000 },
+      identifyNetwork: { limit: 600, windowMs: 60_000 },
     });
     expect(loadConfig({ TRACKING_IP_RATE_LIMIT: '10/1s' }).trackingLimits.ip).to.deep.equal({ limit: 10, windowMs: 1000 });
     expect(loadConfig({ LOGIN_ADDRESS_RATE_LIMIT: '3/1m' }).loginAddressRateLimit).to.deep.equal({ limit: 3, windowMs: 60_000 });
