@@ -101,6 +101,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rest/{platform_name}/users/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the signed-in account's password
+         * @description Changes the password of the account the bearer token belongs to: a
+         *     platform account (under its `platform_name`) or a merchant who
+         *     registered through the analytics host (under `merchant`). Send the
+         *     current password and the new one (8 to 1024 characters, as `trackway
+         *     platform set-password` takes).
+         *
+         *     Every bearer token issued for the account before the change stops
+         *     working at once (as after `trackway platform set-password`), so a
+         *     stolen session ends here. The answer carries a fresh token, issued
+         *     after the change, so the caller stays signed in: use it from now on.
+         *     The account's failed-login counters start over.
+         *
+         *     A wrong current password answers 401 (code 4011) and counts as a
+         *     failed login from the caller's address (per email and address, and
+         *     per address): a stolen token cannot be used to guess the password
+         *     faster than logging in would; past the limit the answer is 429 (code
+         *     4290) with `Retry-After`. A missing, expired or revoked token answers
+         *     401 (code 4010).
+         */
+        post: operations["changePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rest/{platform_name}/integration": {
         parameters: {
             query?: never;
@@ -2220,6 +2263,21 @@ export interface components {
              */
             status: "ready" | "unavailable";
         };
+        PasswordChangeRequest: {
+            /** @description The account's password now. */
+            current_password: string;
+            /** @description The new password, 8 to 1024 characters. */
+            new_password: string;
+        };
+        PasswordChangeResponse: {
+            /** @description A new JWT for the same platform (or `merchant`), issued after the change: every token issued before it no longer works. It expires after the configured lifetime like a login's. */
+            bearer_token: string;
+            user: components["schemas"]["User"];
+            /** @constant */
+            code: 2001;
+            /** @constant */
+            message: "Password changed";
+        };
     };
     responses: {
         /** @description The request failed validation (code 4000); `errors` lists each problem. */
@@ -2964,6 +3022,77 @@ export interface operations {
             };
             413: components["responses"]["PlatformPayloadTooLarge"];
             415: components["responses"]["PlatformUnsupportedMediaType"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
+    changePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct horse battery staple",
+                 *       "new_password": "a longer passphrase for 2026"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordChangeRequest"];
+            };
+        };
+        responses: {
+            /** @description Changed (code 2001); older tokens are revoked, `bearer_token` is the new session. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "bearer_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzIiwicGxhdGZvcm0iOiJhY21lIiwic3YiOjIsImV4cCI6MTcxNTc2NDg2N30.m2Yx5cZ9aLrK3pE6sUdB1gTiO8wNyQq4W8vHj1tF0n2",
+                     *       "user": {
+                     *         "id": 3,
+                     *         "name": "Acme Integrations",
+                     *         "email": "integrations@acme.example",
+                     *         "username": "integrations@acme.example",
+                     *         "is_active": true,
+                     *         "phone": "",
+                     *         "is_email_verified": false,
+                     *         "is_phone_verified": false,
+                     *         "is_superuser": false
+                     *       },
+                     *       "code": 2001,
+                     *       "message": "Password changed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasswordChangeResponse"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            /** @description The current password is wrong (code 4011; counted as a failed login), or the bearer token is missing, expired, revoked or of another platform (code 4010). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+            413: components["responses"]["PlatformPayloadTooLarge"];
+            415: components["responses"]["PlatformUnsupportedMediaType"];
+            429: components["responses"]["PlatformRateLimited"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
