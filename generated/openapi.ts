@@ -101,6 +101,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rest/{platform_name}/users/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the signed-in account's password
+         * @description Changes the password of the account the bearer token belongs to: a
+         *     platform account (under its `platform_name`) or a merchant who
+         *     registered through the analytics host (under `merchant`). Send the
+         *     current password and the new one (8 to 1024 characters, as `trackway
+         *     platform set-password` takes).
+         *
+         *     Every bearer token issued for the account before the change stops
+         *     working at once (as after `trackway platform set-password`), so a
+         *     stolen session ends here. The answer carries a fresh token, issued
+         *     after the change, so the caller stays signed in: use it from now on.
+         *     The account's failed-login counters start over.
+         *
+         *     A wrong current password answers 401 (code 4011) and counts as a
+         *     failed login from the caller's address (per email and address, and
+         *     per address): a stolen token cannot be used to guess the password
+         *     faster than logging in would; past the limit the answer is 429 (code
+         *     4290) with `Retry-After`. A missing, expired or revoked token answers
+         *     401 (code 4010).
+         */
+        post: operations["changePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rest/{platform_name}/integration": {
         parameters: {
             query?: never;
@@ -373,6 +416,10 @@ export interface paths {
          *     - `identity_verification`: `optional` or `required` (see
          *       `identifyVisitor`). Switching to `required` does not undo links made
          *       before.
+         *     - `export_unverified`: `false` keeps event exports of activity not
+         *       backed by a verified link out altogether (only exports with
+         *       `verified: true` are sent); `true` (the default) sends them all,
+         *       each saying whether it is `verified`.
          *     - `honor_gpc`: honour the browser's Global Privacy Control signal
          *       (`Sec-GPC: 1`, an opt-out of sale and sharing): an identify sent
          *       with it stores no contact and causes no notification, and the
@@ -1839,7 +1886,7 @@ export interface components {
             /** @description `""` on creation. */
             features_enabled: string;
         };
-        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`), `identity_secret`, and its privacy settings (`honor_gpc`, `visitor_retention_days`). */
+        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`, `export_unverified`), `identity_secret`, and its privacy settings (`honor_gpc`, `visitor_retention_days`). */
         OrganisationDetail: {
             id: components["schemas"]["ResourceId"];
             /** @description Organisation token; send it as `org_token` to the analytics host. Stored encrypted (it cannot be read from the database in clear). */
@@ -1864,6 +1911,8 @@ export interface components {
             allowed_domains: string[];
             /** @description When `true`, tracking requests (identify, events, the pixel) whose `Origin` header (else the host of their `Referer`) is outside `allowed_domains`, or that carry neither, are refused with 403 `origin_not_allowed`. `false` by default. */
             enforce_origin: boolean;
+            /** @description `true` (the default): event exports (`medium` `event`) are sent for every contact of the event's person, each saying in `verified` whether that contact's link to the event's visitor is verified. `false`: only verified ones are sent; activity backed only by what a browser said (an identify without a valid `hash`) is not exported at all. Contact matches are not affected (they carry `verified` too). */
+            export_unverified: boolean;
             /** @description The key of identity verification: the identify payload's `hash` is HMAC-SHA256 keyed with these 64 characters (as they are, not hex-decoded). Keep it on the shop's server; rotate it with `rotateIdentitySecret`. */
             identity_secret: string;
             honor_gpc: components["schemas"]["HonorGpc"];
@@ -1890,6 +1939,8 @@ export interface components {
             allowed_domains?: components["schemas"]["AllowedDomain"][] | null;
             /** @description Refuse tracking requests from outside `allowed_domains` (403 `origin_not_allowed`). */
             enforce_origin?: boolean;
+            /** @description `false` keeps event exports not backed by a verified link out altogether; `true` (the default) sends them with `verified: false`. */
+            export_unverified?: boolean;
             honor_gpc?: components["schemas"]["HonorGpc"];
             visitor_retention_days?: components["schemas"]["VisitorRetentionDays"];
         };
@@ -2411,7 +2462,7 @@ export interface components {
             /** @description Product URLs of the last three distinct products this person viewed, most recent first, inside the organisation's `allowed_domains`. Left out when there are none. */
             last_view?: components["schemas"]["HttpUrl"][];
         };
-        /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. The seed fields (`medium` to `event`) are as the interface fixes them; `event_id`, `occurred_at`, `source_event`, `visitor` and `properties` tell one event from another and carry what it recorded. Receivers must ignore fields they do not know: later versions may add more. */
+        /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. The seed fields (`medium` to `event`) are as the interface fixes them; `event_id`, `occurred_at`, `source_event`, `visitor` and `properties` tell one event from another and carry what it recorded, and `verified` says whether the contact's link to that visitor is verified. An organisation with `export_unverified: false` receives only verified ones. Receivers must ignore fields they do not know: later versions may add more. */
         EventExportedNotification: {
             /** @constant */
             medium: "event";
@@ -2438,6 +2489,8 @@ export interface components {
             source_event?: components["schemas"]["EventName"];
             /** @description The visitor whose event it is. Always sent by this version. */
             visitor?: components["schemas"]["WebhookVisitor"];
+            /** @description `true` when this contact's link to the visitor whose event it is was made (or later confirmed) by an identify call carrying a valid `hash` (identity verification), as `verified` of a contact match says: the shop's server vouched that the visitor is this customer. `false` means the browser alone said so (or the visitor reaches the contact only through other links of the same person), and every field of `properties` is what that browser sent: treat it as untrusted text (do not mail it to the customer as if they wrote it). The organisation setting `export_unverified: false` keeps such exports out altogether. Always sent by this version; a stored delivery made before it existed lacks it. */
+            verified?: boolean;
             /** @description The event's own fields as the tracker sent them (the body of the tracking call named by `source_event`), except URLs outside the organisation's `allowed_domains`, which are left out. Always sent by this version. */
             properties?: components["schemas"]["EventProperties"];
         };
@@ -2634,6 +2687,21 @@ export interface components {
              * @enum {string}
              */
             status: "ready" | "unavailable";
+        };
+        PasswordChangeRequest: {
+            /** @description The account's password now. */
+            current_password: string;
+            /** @description The new password, 8 to 1024 characters. */
+            new_password: string;
+        };
+        PasswordChangeResponse: {
+            /** @description A new JWT for the same platform (or `merchant`), issued after the change: every token issued before it no longer works. It expires after the configured lifetime like a login's. */
+            bearer_token: string;
+            user: components["schemas"]["User"];
+            /** @constant */
+            code: 2001;
+            /** @constant */
+            message: "Password changed";
         };
     };
     responses: {
@@ -3388,6 +3456,77 @@ export interface operations {
             503: components["responses"]["PlatformUnavailable"];
         };
     };
+    changePassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Name of the calling platform. Bearer tokens are valid only under the platform they were issued for. `integration` is reserved (it names the unscoped integration path), and so is `merchant`: merchants who registered themselves through the analytics host log in and work under it, limited to their own organisation (see `loginPlatformUser`).
+                 * @example acme
+                 */
+                platform_name: components["parameters"]["PlatformName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "current_password": "correct horse battery staple",
+                 *       "new_password": "a longer passphrase for 2026"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PasswordChangeRequest"];
+            };
+        };
+        responses: {
+            /** @description Changed (code 2001); older tokens are revoked, `bearer_token` is the new session. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "bearer_token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzIiwicGxhdGZvcm0iOiJhY21lIiwic3YiOjIsImV4cCI6MTcxNTc2NDg2N30.m2Yx5cZ9aLrK3pE6sUdB1gTiO8wNyQq4W8vHj1tF0n2",
+                     *       "user": {
+                     *         "id": 3,
+                     *         "name": "Acme Integrations",
+                     *         "email": "integrations@acme.example",
+                     *         "username": "integrations@acme.example",
+                     *         "is_active": true,
+                     *         "phone": "",
+                     *         "is_email_verified": false,
+                     *         "is_phone_verified": false,
+                     *         "is_superuser": false
+                     *       },
+                     *       "code": 2001,
+                     *       "message": "Password changed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PasswordChangeResponse"];
+                };
+            };
+            400: components["responses"]["PlatformBadRequest"];
+            /** @description The current password is wrong (code 4011; counted as a failed login), or the bearer token is missing, expired, revoked or of another platform (code 4010). */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
+            413: components["responses"]["PlatformPayloadTooLarge"];
+            415: components["responses"]["PlatformUnsupportedMediaType"];
+            429: components["responses"]["PlatformRateLimited"];
+            500: components["responses"]["PlatformInternalError"];
+            503: components["responses"]["PlatformUnavailable"];
+        };
+    };
     listIntegrations: {
         parameters: {
             query: {
@@ -4012,6 +4151,7 @@ export interface operations {
                      *             "shop.example.com"
                      *           ],
                      *           "enforce_origin": false,
+                     *           "export_unverified": true,
                      *           "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
                      *           "honor_gpc": true,
                      *           "visitor_retention_days": null
@@ -4077,6 +4217,7 @@ export interface operations {
                      *         "shop.example.com"
                      *       ],
                      *       "enforce_origin": false,
+                     *       "export_unverified": true,
                      *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
                      *       "honor_gpc": true,
                      *       "visitor_retention_days": null
@@ -4146,6 +4287,7 @@ export interface operations {
                      *         "shop.example.co.uk"
                      *       ],
                      *       "enforce_origin": true,
+                     *       "export_unverified": true,
                      *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
                      *       "honor_gpc": true,
                      *       "visitor_retention_days": null
@@ -4211,6 +4353,7 @@ export interface operations {
                      *         "shop.example.com"
                      *       ],
                      *       "enforce_origin": false,
+                     *       "export_unverified": true,
                      *       "identity_secret": "9d2f4b6a8c0e1f3a5b7c9d1e3f5a7b9c0d2e4f6a8b1c3d5e7f9a0b2c4d6e8f1a",
                      *       "honor_gpc": true,
                      *       "visitor_retention_days": null

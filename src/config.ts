@@ -20,6 +20,8 @@ export interface TrackingLimits {
   org: RateLimit | undefined;
   /** identifies of an identity not seen in the last 30 minutes, per client address (/jsv1 only) */
   identify: RateLimit | undefined;
+  /** the same identifies per IPv6 /48 (a second, coarser budget; IPv4 addresses have only the first) */
+  identifyNetwork: RateLimit | undefined;
 }
 
 /**
@@ -34,6 +36,7 @@ export const DEFAULT_TRACKING_LIMITS: TrackingLimits = {
   ip: { limit: 6_000, windowMs: 60_000 },
   org: { limit: 60_000, windowMs: 60_000 },
   identify: { limit: 60, windowMs: 60_000 },
+  identifyNetwork: { limit: 600, windowMs: 60_000 },
 };
 
 /** scrypt cost as log2 N (PASSWORD_HASH_COST); 17 is N = 2^17, 128 MiB and ~0.5 s per hash. */
@@ -83,11 +86,14 @@ export interface Config {
   /** an endpoint that accepted no delivery for this long is disabled (WEBHOOK_DISABLE_AFTER); undefined = never */
   webhookDisableAfterMs: number | undefined;
   /**
-   * how one dispatcher process shares its capacity: requests in flight per
-   * integration (WEBHOOK_CONCURRENCY), deliveries held per organisation
-   * (WEBHOOK_ORGANISATION_SHARE) and in all (WEBHOOK_DISPATCH_CAPACITY)
+   * how one dispatcher process shares its capacity (src/webhooks/fair-share.ts):
+   * requests in flight per integration (WEBHOOK_CONCURRENCY), deliveries held
+   * in all (WEBHOOK_DISPATCH_CAPACITY), the part of it kept for organisations
+   * holding nothing (WEBHOOK_DISPATCH_RESERVE), the most one organisation may
+   * hold even alone (WEBHOOK_ORGANISATION_SHARE, default the rest) and the
+   * attempt time beyond which an endpoint gets a smaller lane (WEBHOOK_SLOW_ENDPOINT)
    */
-  webhookShare: { perIntegration: number; perOrganisation: number; global: number };
+  webhookShare: { perIntegration: number; perOrganisation: number; global: number; reserve: number; slowMs: number };
   eventRetentionDays: number | undefined;
   /** validate every response against the contract and fail loudly on drift */
   validateResponses: boolean;
@@ -163,8 +169,8 @@ function rateLimit(env: Env, name: string, def: RateLimit | undefined): RateLimi
 /**
  * TRACKING_RATE_LIMIT sets the per-address and per-organisation limits
  * together (`off` turns every tracking limit off); TRACKING_IP_RATE_LIMIT,
- * TRACKING_ORG_RATE_LIMIT and TRACKING_IDENTIFY_RATE_LIMIT set one each and
- * win over it.
+ * TRACKING_ORG_RATE_LIMIT, TRACKING_IDENTIFY_RATE_LIMIT and
+ * TRACKING_IDENTIFY_NETWORK_RATE_LIMIT set one each and win over it.
  */
 function trackingLimits(env: Env): TrackingLimits {
   const all = str(env, 'TRACKING_RATE_LIMIT');
@@ -175,6 +181,7 @@ function trackingLimits(env: Env): TrackingLimits {
     ip: pick('TRACKING_IP_RATE_LIMIT', both ?? DEFAULT_TRACKING_LIMITS.ip),
     org: pick('TRACKING_ORG_RATE_LIMIT', both ?? DEFAULT_TRACKING_LIMITS.org),
     identify: pick('TRACKING_IDENTIFY_RATE_LIMIT', DEFAULT_TRACKING_LIMITS.identify),
+    identifyNetwork: pick('TRACKING_IDENTIFY_NETWORK_RATE_LIMIT', DEFAULT_TRACKING_LIMITS.identifyNetwork),
   };
 }
 
@@ -247,16 +254,24 @@ export function loadConfig(env: Env = process.env): Config {
   if (webhookDisableAfterMs !== undefined && webhookDisableAfterMs < 1000) {
     throw new ConfigError('WEBHOOK_DISABLE_AFTER: must be at least 1s (or off)');
   }
+  const global = int(env, 'WEBHOOK_DISPATCH_CAPACITY', DEFAULT_SHARE.global, 2, 100_000);
+  const reserve = int(env, 'WEBHOOK_DISPATCH_RESERVE', Math.min(DEFAULT_SHARE.reserve, Math.floor(global / 8) || 1), 1, 100_000);
+  if (reserve >= global) throw new ConfigError('WEBHOOK_DISPATCH_RESERVE: must be less than WEBHOOK_DISPATCH_CAPACITY');
   const webhookShare = {
     perIntegration: int(env, 'WEBHOOK_CONCURRENCY', DEFAULT_SHARE.perIntegration, 1, 1024),
-    perOrganisation: int(env, 'WEBHOOK_ORGANISATION_SHARE', DEFAULT_SHARE.perOrganisation, 1, 100_000),
-    global: int(env, 'WEBHOOK_DISPATCH_CAPACITY', DEFAULT_SHARE.global, 1, 100_000),
+    perOrganisation: int(env, 'WEBHOOK_ORGANISATION_SHARE', global - reserve, 1, 100_000),
+    global,
+    reserve,
+    slowMs: parseDuration('WEBHOOK_SLOW_ENDPOINT', str(env, 'WEBHOOK_SLOW_ENDPOINT') ?? '2s'),
   };
   if (webhookShare.perIntegration > webhookShare.perOrganisation) {
     throw new ConfigError('WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE');
   }
-  if (webhookShare.perOrganisation > webhookShare.global) {
-    throw new ConfigError('WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY');
+  if (webhookShare.perOrganisation > global - reserve) {
+    throw new ConfigError('WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY less WEBHOOK_DISPATCH_RESERVE');
+  }
+  if (webhookShare.slowMs < 10 || webhookShare.slowMs > 60_000) {
+    throw new ConfigError('WEBHOOK_SLOW_ENDPOINT: must be from 10ms to 60s');
   }
   const loginRateLimit = rateLimit(env, 'LOGIN_RATE_LIMIT', { limit: 10, windowMs: 15 * 60_000 });
   const metricsToken = str(env, 'METRICS_TOKEN');

@@ -31,8 +31,9 @@ Commands:
                               create a platform account; if the email exists, nothing
                               changes (and a different password is an error)
   platform set-password --email EMAIL --password PASSWORD
-                              set a platform account's password; its bearer
-                              tokens issued before stop working
+                              set the password of a platform account or of a
+                              self-registered merchant; its bearer tokens
+                              issued before stop working
   organisation token --domain DOMAIN
                               print an organisation's token (it is stored encrypted)
   privacy erase|export --org ID (--email EMAIL | --phone PHONE | --core-id CORE_ID) [--suppress]
@@ -177,10 +178,10 @@ async function runSetPassword(config: Config, log: Logger, args: string[]): Prom
   const result = await withDatabase(config, log, (h) =>
     setPlatformPassword({ db: h.db, config }, { email: values.email!, password: values.password! }),
   );
-  process.stdout.write(
-    `set the password of platform account ${values.email} on platform "${result.platform}" (user id ${result.userId}); ` +
-      'its bearer tokens issued before now no longer work\n',
-  );
+  const who = result.merchant
+    ? `merchant ${values.email} (signs in under "${result.platform}", user id ${result.userId})`
+    : `platform account ${values.email} on platform "${result.platform}" (user id ${result.userId})`;
+  process.stdout.write(`set the password of ${who}; its bearer tokens issued before now no longer work\n`);
 }
 
 async function runOrganisation(config: Config, log: Logger, args: string[]): Promise<void> {

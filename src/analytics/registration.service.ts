@@ -17,6 +17,7 @@ import { PasswordHashBusy, hashPassword } from '../platform/passwords.ts';
 import type { Cipher } from '../platform/secrets.ts';
 import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from '../platform/registration.service.ts';
 import { invalidInput } from './input.ts';
+import { clientAddressKey } from '../http/client-address.ts';
 
 export interface RegistrationDeps {
   db: Deps['db'];
@@ -49,7 +50,7 @@ export function registrationDeps(deps: Pick<Deps, 'db' | 'organisations' | 'conf
 export interface RegistrationRequest {
   /** the `token` query parameter as received */
   token: unknown;
-  /** the client IP (Koa's ctx.ip, which honours TRUST_PROXY) */
+  /** the client IP (Koa's ctx.ip: canonical, honouring TRUST_PROXY) */
   ip: string;
   body: Schemas['AnalyticsRegisterRequest'];
 }
@@ -59,7 +60,7 @@ export async function registerAnalyticsUser(reg: RegistrationDeps, req: Registra
   if (!reg.tokenHash) throw analyticsError(403, 'Registration is disabled.');
 
   if (reg.limiter) {
-    const decision = reg.limiter.hit(req.ip);
+    const decision = reg.limiter.hit(clientAddressKey(req.ip));
     if (!decision.allowed) {
       const err = analyticsError(429, 'Too many registrations. Try again later.');
       err.headers['Retry-After'] = String(decision.retryAfterSeconds);

@@ -63,6 +63,8 @@ export interface OrganisationsTable {
   identity_verification: Generated<'optional' | 'required'>;
   allowed_domains: string[] | null;
   enforce_origin: Generated<boolean>;
+  /** false: event exports only for verified contact links (migration 2026-11-26T0200) */
+  export_unverified: Generated<boolean>;
   /** the identity secret sealed with the server's Cipher; null until first needed (older organisations) */
   identity_secret_enc: string | null;
   /** privacy (migration 2026-11-26T0100): honour `Sec-GPC: 1` (default true) */

@@ -9,6 +9,7 @@ import type { Deps } from '../deps.ts';
 import { createApi } from './api.ts';
 import { guardBody, guardUrl } from './body-guard.ts';
 import { BODY_LIMITS } from './body-limits.ts';
+import { NOT_AN_ADDRESS, resolveClientAddress } from './client-address.ts';
 import { ApiError, type Area, areaError, areaOf } from './errors.ts';
 import { errorFor, recordOutcome, requestIdOf } from './outcome.ts';
 import { siteRouter } from './site.ts';
@@ -95,9 +96,13 @@ export async function createApp(deps: Deps, handlers: HandlerMap, prebuilt?: Ope
   const site = siteRouter(deps);
   app.use(site.routes());
 
-  // content-type gate and size-limited body parsing, per area
+  // the client's canonical address (src/http/client-address.ts), content-type gate
+  // and size-limited body parsing, per area
   app.use(async (ctx, next) => {
     const area = areaOf(ctx.path);
+    const ip = resolveClientAddress(ctx.get('x-forwarded-for'), ctx.req.socket.remoteAddress, deps.config.trustProxy);
+    if (ip === undefined) throw areaError(area, 'validation', NOT_AN_ADDRESS);
+    ctx.request.ip = ip;
     let decodedPath: string;
     try {
       decodedPath = decodeURIComponent(ctx.path);

@@ -26,8 +26,10 @@
 //   limits, unknown organisation, origin check, identity verification,
 //   identify budget, geo), asked first without charging anything; any
 //   refusal hands the request to Koa, which refuses it;
-// - the client address as Koa's ctx.ip gives it (TRUST_PROXY: the last
-//   X-Forwarded-For entry), Referer as ctx.get('referer') reads it;
+// - the client address as the Koa path resolves it (resolveClientAddress:
+//   canonical; TRUST_PROXY: the last X-Forwarded-For entry, a request whose
+//   entry is not an IP address handed to Koa, which refuses it), Referer as
+//   ctx.get('referer') reads it;
 // - the answer byte for byte as Koa writes it: X-Request-Id (the client's, if
 //   sane), Access-Control-Allow-Origin, Content-Type, Content-Length, the same
 //   JSON; a failure after the item was handed to ingest (the database) is
@@ -39,6 +41,7 @@ import type { OpenAPIBackend, Operation } from 'openapi-backend';
 import type { Deps } from '../deps.ts';
 import { findUnstorable, isStorableText } from './body-guard.ts';
 import { BODY_LIMITS } from './body-limits.ts';
+import { resolveClientAddress } from './client-address.ts';
 import type { ApiError } from './errors.ts';
 import { errorFor, recordOutcome, type RequestFacts, requestIdOf } from './outcome.ts';
 import type { FastRouter } from './router.ts';
@@ -94,18 +97,6 @@ export function replayRequest(req: IncomingMessage, body: Buffer): IncomingMessa
   copy.push(body);
   copy.push(null);
   return copy;
-}
-
-/** ctx.ip of the Koa app (proxy = TRUST_PROXY, maxIpsCount = 1). */
-function clientIp(req: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const xff = req.headers['x-forwarded-for'] as string | undefined; // node joins repeated ones with ', '
-    if (xff) {
-      const last = xff.slice(xff.lastIndexOf(',') + 1).trim();
-      if (last) return last;
-    }
-  }
-  return req.socket.remoteAddress || '';
 }
 
 /** ctx.get(name) of the Koa app, for headers node keeps as one string. */
@@ -213,6 +204,8 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
       taken.inc({ outcome: 'handed_over' });
       fallback(raw === undefined ? req : replayRequest(req, raw), res);
     };
+    const ip = resolveClientAddress(req.headers['x-forwarded-for'] as string | undefined, req.socket.remoteAddress, config.trustProxy);
+    if (ip === undefined) return handOver();
     const params = router.pathParams(op, path);
     if (!params) return handOver();
 
@@ -236,7 +229,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
     const submit = await handler({
       params,
       body: parsed?.value,
-      ip: clientIp(req, config.trustProxy),
+      ip,
       origin: header(req, 'origin'),
       referer: (req.headers.referrer as string | undefined) || req.headers.referer || '',
       userAgent: header(req, 'user-agent'),

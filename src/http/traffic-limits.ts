@@ -5,8 +5,9 @@
 // for identifies of identities not seen in the last 30 minutes (identify is
 // what creates contacts and contact-match notifications; repeating an
 // identity creates nothing, so a shop that identifies signed-in customers on
-// every page does not spend it). Over a limit: 429 in the area's shape with
-// Retry-After.
+// every page does not spend it), and a coarser one per IPv6 /48 for the same
+// identifies (so that the /64s of one site do not each bring a fresh budget).
+// Over a limit: 429 in the area's shape with Retry-After.
 //
 // A request costs one token per started KiB of its body (at least one), so
 // large bodies spend a budget faster than small ones: the bytes one client
@@ -15,13 +16,14 @@
 // The organisation is counted only once it is known to exist (an unknown id
 // is answered 404/400 first), so made-up ids cannot fill the limiter with
 // buckets; client addresses are bounded by the limiter's maxKeys, and an IPv6
-// address counts by its /64 (src/http/client-address.ts).
+// address counts by its /64 (src/http/client-address.ts: every key is made
+// from the canonical address, whatever its spelling).
 //
 // Per process, in memory: N instances behind a load balancer allow up to N
 // times the configured rate in all.
 import { createHash } from 'node:crypto';
 import type { TrackingLimits } from '../config.ts';
-import { clientAddressKey } from './client-address.ts';
+import { clientAddressKey, networkKey } from './client-address.ts';
 import { type Area, areaError } from './errors.ts';
 import { type RateDecision, createRecentKeys, createTokenBucket } from './rate-limit.ts';
 
@@ -67,7 +69,13 @@ export function createTrafficLimits(
   const byIp = limits.ip && createTokenBucket({ ...limits.ip, now });
   const byOrg = limits.org && createTokenBucket({ ...limits.org, now });
   const identities = limits.identify && createTokenBucket({ ...limits.identify, maxKeys: 50_000, now });
-  const seen = identities && createRecentKeys({ ttlMs: REPEAT_WINDOW_MS, maxKeys: 100_000, now });
+  const networks = limits.identifyNetwork && createTokenBucket({ ...limits.identifyNetwork, maxKeys: 50_000, now });
+  const seen = (identities || networks) && createRecentKeys({ ttlMs: REPEAT_WINDOW_MS, maxKeys: 100_000, now });
+  /** both identify budgets admit a new identity from this address (charging nothing) */
+  const identifyAdmitted = (ip: string) => {
+    const net = networkKey(ip);
+    return (!identities || identities.allows(clientAddressKey(ip))) && (!networks || net === undefined || networks.allows(net));
+  };
   const check = (decision: RateDecision, reason: RefusalReason, what: string) => {
     if (decision.allowed) return;
     onRefused(reason);
@@ -83,8 +91,13 @@ export function createTrafficLimits(
       if (byOrg) check(byOrg.hit(String(orgId), cost), 'org_rate_limited', 'requests for this organisation');
     },
     identify(ip, identity) {
-      if (!identities || seen!.has(digest(identity))) return;
-      check(identities.hit(clientAddressKey(ip)), 'identify_rate_limited', 'new identities from this client address');
+      if (!seen || seen.has(digest(identity))) return;
+      const net = networkKey(ip);
+      // the /48's budget first, without charging the address's when it refuses
+      if (networks && net !== undefined && !networks.allows(net))
+        check(networks.hit(net), 'identify_rate_limited', 'new identities from this network');
+      if (identities) check(identities.hit(clientAddressKey(ip)), 'identify_rate_limited', 'new identities from this client address');
+      if (networks && net !== undefined) networks.hit(net);
     },
     identified(identity) {
       seen?.add(digest(identity));
@@ -92,8 +105,8 @@ export function createTrafficLimits(
     admits(ip, orgId, cost, identity) {
       if (byIp && !byIp.allows(clientAddressKey(ip), cost)) return false;
       if (byOrg && !byOrg.allows(String(orgId), cost)) return false;
-      if (identity === undefined || !identities || seen!.has(digest(identity))) return true;
-      return identities.allows(clientAddressKey(ip));
+      if (identity === undefined || !seen || seen.has(digest(identity))) return true;
+      return identifyAdmitted(ip);
     },
   };
 }

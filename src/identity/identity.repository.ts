@@ -276,10 +276,6 @@ export async function identifyContactsTogether(
   return byVisitor;
 }
 
-export async function contactsOfPerson(tx: Executor, orgId: number, person: number) {
-  return orgScoped(tx, orgId).selectFrom('contacts').select(['type', 'value']).where('person_id', '=', person).orderBy('id').execute();
-}
-
 export interface PersonProfile {
   id: number;
   last_view: RecentView[];

@@ -14,7 +14,6 @@ import type { RawBuilder } from 'kysely';
 import type { Location, RecentView } from '../db/schema.ts';
 import type { Executor } from '../db/tenancy.ts';
 import {
-  contactsOfPerson,
   identifyContacts,
   identifyContactsTogether,
   type IdentifiedContact,
@@ -32,6 +31,7 @@ import {
 } from './identity.repository.ts';
 import { mergeProfiles, type Recent, recentActivity } from './profile.ts';
 import type { IdentifyClaim } from './verification.ts';
+import { contactsOfPerson } from './visitors.repository.ts';
 
 /** A visitor seen in the batch (an event or an identify). */
 export type Sighting = {
@@ -120,7 +120,7 @@ export class Stitching {
   /** persons merged during this batch: gone → kept */
   private readonly redirect = new Map<number, number>();
   /** contacts per person, read at most once per batch (dropped when they change) */
-  private readonly contactCache = new Map<number, { type: 'EMAIL' | 'PHONE'; value: string }[]>();
+  private readonly contactCache = new Map<number, { type: 'EMAIL' | 'PHONE'; value: string; verified_by: string[] }[]>();
   /** profile writes not yet sent: one entry per person, views most recent first */
   private readonly profiles = new Map<string, ProfileChange>();
   private readonly products = new Map<string, ProductSighting>();
@@ -255,15 +255,21 @@ export class Stitching {
     }
   }
 
-  /** The contacts of a person, read at most once per batch. */
-  async contacts(orgId: number, person: number): Promise<{ type: 'EMAIL' | 'PHONE'; value: string }[]> {
+  /**
+   * The contacts of a person (read at most once per batch), each `verified`
+   * when its link to this visitor is (what an event export of the visitor
+   * says). A link an identifyTogether confirmed ahead of the batch's order
+   * counts already: that visitor did prove it, a moment later.
+   */
+  async contacts(orgId: number, person: number, coreId: string): Promise<{ type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[]> {
     let c = this.contactCache.get(person);
     if (!c) {
       c = await contactsOfPerson(this.tx, orgId, person);
       this.contactCache.set(person, c);
     }
     const hidden = this.pending.get(orgId);
-    return hidden && hidden.size > 0 ? c.filter((x) => !hidden.has(`${x.type}:${x.value}`)) : c;
+    const shown = hidden && hidden.size > 0 ? c.filter((x) => !hidden.has(`${x.type}:${x.value}`)) : c;
+    return shown.map((x) => ({ type: x.type, value: x.value, verified: x.verified_by.includes(coreId) }));
   }
 
   /** The person's recent activity including what this batch recorded so far. */

@@ -1,7 +1,8 @@
-// Reads of visitors for the platform API, scoped by organisation.
+// Reads of visitors and their contacts, scoped by organisation: for the
+// platform API, and a person's contacts for the ingest's event exports.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import { orgScoped } from '../db/tenancy.ts';
+import { type Executor, orgScoped } from '../db/tenancy.ts';
 
 const VISITOR_COLUMNS = ['core_id', 'roaming_id', 'corex_id', 'name', 'person_id', 'first_seen', 'last_seen', 'user_agent', 'location'] as const;
 
@@ -80,4 +81,21 @@ export async function contactsLinked(db: Database, orgId: number, since: Date, r
     .where('linked_at', '>=', since)
     .executeTakeFirstOrThrow();
   return { total: Number(row.total), recent: Number(row.recent) };
+}
+
+/** A person's contacts, each with the visitors whose link to it is verified (a valid hash made or confirmed it). */
+export async function contactsOfPerson(tx: Executor, orgId: number, person: number) {
+  return orgScoped(tx, orgId)
+    .selectFrom('contacts as c')
+    .select(['c.type', 'c.value'])
+    .select(({ selectFrom }) =>
+      sql<
+        string[]
+      >`ARRAY(${selectFrom('visitor_contacts as vc').select('vc.core_id').whereRef('vc.org_id', '=', 'c.org_id').whereRef('vc.contact_id', '=', 'c.id').where('vc.verified', '=', true)})`.as(
+        'verified_by',
+      ),
+    )
+    .where('c.person_id', '=', person)
+    .orderBy('c.id')
+    .execute();
 }

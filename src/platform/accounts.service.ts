@@ -1,10 +1,11 @@
 // Platform accounts: created by the CLI (`trackway platform create`) or the
 // bootstrap variables; they log in to the platform API. The CLI sets their
-// passwords (`trackway platform set-password`), which revokes their tokens.
+// passwords, and those of self-registered merchants (`trackway platform
+// set-password`), which revokes their tokens.
 import type { Config } from '../config.ts';
 import type { Deps } from '../deps.ts';
 import { forgetEmail } from './login-failures.repository.ts';
-import { emailKey, validPlatformName } from './normalise.ts';
+import { emailKey, loginPlatformOf, validPlatformName } from './normalise.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import { changePassword, findByEmailKey, insertUser } from './users.repository.ts';
 
@@ -76,22 +77,26 @@ export async function ensurePlatformAccount(
 }
 
 /**
- * Sets the password of the platform account with this email: every bearer
+ * Sets the password of the platform account, or of the self-registered
+ * merchant (who signs in under `merchant`), with this email: every bearer
  * token issued before stops working (the session version moves on), and the
- * account's failed-login counters start over.
+ * account's failed-login counters start over. A merchant registered by a
+ * platform has no password (its platform manages it) and gets none here.
  */
 export async function setPlatformPassword(
   deps: AccountDeps,
   input: { email: string; password: string },
-): Promise<{ userId: number; platform: string }> {
+): Promise<{ userId: number; platform: string; merchant: boolean }> {
   checkPassword(input.password);
   const key = emailKey(input.email);
   const user = await findByEmailKey(deps.db, key);
-  if (!user || user.platform_name === null) throw new AccountError(`no platform account has the email ${input.email}`);
-  const hash = await hashPassword(input.password, deps.config?.passwordHashCost);
-  if ((await changePassword(deps.db, user.id, hash)) === undefined) {
-    throw new AccountError(`no platform account has the email ${input.email}`);
+  const unknown = () => new AccountError(`no platform account or merchant has the email ${input.email}`);
+  if (!user) throw unknown();
+  if (user.platform_name === null && user.password_hash === null) {
+    throw new AccountError(`${input.email} is a merchant registered by a platform: it has no password and is managed by its platform`);
   }
+  const hash = await hashPassword(input.password, deps.config?.passwordHashCost);
+  if ((await changePassword(deps.db, user.id, hash)) === undefined) throw unknown();
   await forgetEmail(deps.db, key);
-  return { userId: user.id, platform: user.platform_name };
+  return { userId: user.id, platform: loginPlatformOf(user), merchant: user.platform_name === null };
 }

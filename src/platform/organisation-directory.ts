@@ -19,6 +19,8 @@ export interface OrganisationPolicy {
   allowedDomains: readonly string[];
   enforceOrigin: boolean;
   identityVerification: 'optional' | 'required';
+  /** false: event exports only for contacts whose link to the event's visitor is verified */
+  exportUnverified: boolean;
   /** the key of identify hashes; null while the organisation has none (no hash can match) */
   identitySecret: string | null;
   /** honour `Sec-GPC: 1` (honor_gpc): such a request stores no contact, causes no notification, links no event */
@@ -67,6 +69,7 @@ export function policyOf(row: PolicyRow, cipher: Cipher): OrganisationPolicy {
     allowedDomains,
     enforceOrigin: row.enforce_origin,
     identityVerification: row.identity_verification,
+    exportUnverified: row.export_unverified,
     identitySecret,
     honorGpc: row.honor_gpc,
     suppressing: row.suppressing,

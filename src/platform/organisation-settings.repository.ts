@@ -16,6 +16,7 @@ export interface PolicyRow {
   identity_verification: 'optional' | 'required';
   allowed_domains: string[] | null;
   enforce_origin: boolean;
+  export_unverified: boolean;
   identity_secret_enc: string | null;
   honor_gpc: boolean;
   /** the organisation's suppression list is not empty (src/privacy/suppression.repository.ts) */
@@ -30,7 +31,17 @@ export interface PolicyRow {
 export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | undefined> {
   return db
     .selectFrom('organisations')
-    .select(['id', 'is_active', 'domain_key', 'identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc', 'honor_gpc'])
+    .select([
+      'id',
+      'is_active',
+      'domain_key',
+      'identity_verification',
+      'allowed_domains',
+      'enforce_origin',
+      'export_unverified',
+      'identity_secret_enc',
+      'honor_gpc',
+    ])
     .select(({ exists, selectFrom }) =>
       // correlated by the distribution column and named: one shard under Citus
       exists(
@@ -51,6 +62,7 @@ export interface SettingsChange {
   /** null: back to the default */
   allowed_domains?: string[] | null;
   enforce_origin?: boolean;
+  export_unverified?: boolean;
   honor_gpc?: boolean;
   /** null: keep visitors */
   visitor_retention_days?: number | null;

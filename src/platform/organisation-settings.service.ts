@@ -25,7 +25,7 @@ import type { Cipher } from './secrets.ts';
 type SettingsDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
 export type TrustSettings = Pick<
   Schemas['OrganisationDetail'],
-  'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'identity_secret' | 'honor_gpc' | 'visitor_retention_days'
+  'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'export_unverified' | 'identity_secret' | 'honor_gpc' | 'visitor_retention_days'
 >;
 
 /** A new identity secret, sealed with the server's cipher for storage. */
@@ -50,6 +50,7 @@ export async function trustSettings(deps: SettingsDeps, row: OrganisationRow): P
     identity_verification: row.identity_verification,
     allowed_domains: effectiveAllowedDomains(row),
     enforce_origin: row.enforce_origin,
+    export_unverified: row.export_unverified,
     identity_secret: deps.cipher.decrypt(sealed),
     honor_gpc: row.honor_gpc,
     visitor_retention_days: row.visitor_retention_days,
@@ -100,13 +101,15 @@ export async function changeSettings<T>(
   if (body.allowed_domains !== undefined) change.allowed_domains = body.allowed_domains === null ? null : parseAllowedDomains(body.allowed_domains);
   if (body.enforce_origin !== undefined) change.enforce_origin = body.enforce_origin;
   if (body.identity_verification !== undefined) change.identity_verification = body.identity_verification;
+  if (body.export_unverified !== undefined) change.export_unverified = body.export_unverified;
   if (body.honor_gpc !== undefined) change.honor_gpc = body.honor_gpc;
   if (body.visitor_retention_days !== undefined) change.visitor_retention_days = parseRetentionDays(body.visitor_retention_days);
   if (Object.keys(change).length === 0) {
     throw invalid([
       {
         path: '',
-        message: 'must set at least one of identity_verification, allowed_domains, enforce_origin, honor_gpc, visitor_retention_days',
+        message:
+          'must set at least one of identity_verification, allowed_domains, enforce_origin, export_unverified, honor_gpc, visitor_retention_days',
       },
     ]);
   }

@@ -26,6 +26,7 @@ const ORGANISATION_COLUMNS = [
   'organisations.identity_verification',
   'organisations.allowed_domains',
   'organisations.enforce_origin',
+  'organisations.export_unverified',
   'organisations.identity_secret_enc',
   'organisations.honor_gpc',
   'organisations.visitor_retention_days',

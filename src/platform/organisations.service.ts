@@ -56,7 +56,7 @@ export async function listOrganisations(
   return { items, next_cursor: page.next_cursor };
 }
 
-/** PATCH: identity_verification, allowed_domains, enforce_origin (at least one). */
+/** PATCH: identity_verification, allowed_domains, enforce_origin, export_unverified (at least one). */
 export function updateOrganisationSettings(
   deps: ReadDeps,
   principal: Principal,

@@ -1,10 +1,11 @@
-// loginPlatformUser, registerClientUser: HTTP shape only.
+// loginPlatformUser, registerClientUser, changePassword: HTTP shape only.
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
+import { changeOwnPassword } from './password-change.service.ts';
 import { principalOf } from './principal.ts';
 import { login, registerClientUser } from './users.service.ts';
 
-export function usersHandlers(deps: Deps): HandlerMap<'loginPlatformUser' | 'registerClientUser'> {
+export function usersHandlers(deps: Deps): HandlerMap<'loginPlatformUser' | 'registerClientUser' | 'changePassword'> {
   return {
     loginPlatformUser: async (c, ctx) => {
       const body = c.request.requestBody;
@@ -15,6 +16,11 @@ export function usersHandlers(deps: Deps): HandlerMap<'loginPlatformUser' | 'reg
         ip: ctx.ip,
       });
       return { status: 200, body: { ...result, code: 2001, message: 'OK' } };
+    },
+    changePassword: async (c, ctx) => {
+      const body = c.request.requestBody;
+      const result = await changeOwnPassword(deps, principalOf(c), { current: body.current_password, next: body.new_password, ip: ctx.ip });
+      return { status: 200, body: { ...result, code: 2001, message: 'Password changed' } };
     },
     registerClientUser: async (c) => {
       const result = await registerClientUser(deps, principalOf(c), c.request.requestBody);

@@ -53,6 +53,32 @@ export async function changePassword(db: Executor, userId: number, passwordHash:
   return row?.session_version;
 }
 
+/** A user with what a password change needs (the stored hash and the normalised email). */
+export function findUserWithPassword(db: Executor, id: number) {
+  return db
+    .selectFrom('users')
+    .select([...USER_COLUMNS, 'email_key', 'password_hash', 'platform_name', 'session_version'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/**
+ * A password change by the account itself: like changePassword, but only
+ * while the stored hash is still `previous` (the one the current password
+ * was checked against; a concurrent change wins). Returns the new session
+ * version, undefined when the hash had changed.
+ */
+export async function replacePassword(db: Executor, userId: number, previous: string, passwordHash: string): Promise<number | undefined> {
+  const row = await db
+    .updateTable('users')
+    .set({ password_hash: passwordHash, session_version: sql<number>`session_version + 1`, modified_at: sql<Date>`now()` })
+    .where('id', '=', userId)
+    .where('password_hash', '=', previous)
+    .returning('session_version')
+    .executeTakeFirst();
+  return row?.session_version;
+}
+
 /**
  * The same password hashed again with the current cost (a rehash at login):
  * only if the stored hash is still `previous` (a concurrent password change

@@ -1,9 +1,8 @@
 // Platform login (interface 4.1) and client-user registration (4.2).
 import type { Deps } from '../deps.ts';
-import { clientAddressKey } from '../http/client-address.ts';
 import { areaError, platformError } from '../http/errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { addressKey, countAttempt, deleteExpired, emailAddressKey, forgiveAttempt } from './login-failures.repository.ts';
+import { countPasswordCheck } from './login-attempts.ts';
 import { MERCHANT_PLATFORM, emailKey, loginPlatformOf } from './normalise.ts';
 import type { OrganisationRow } from './organisations.repository.ts';
 import { newSealedIdentitySecret } from './organisation-settings.service.ts';
@@ -57,7 +56,7 @@ export interface LoginInput {
 }
 
 /** Many logins at once wait for a password-hashing slot; beyond the queue: 503, retry shortly. */
-function busy() {
+export function busy() {
   return areaError('platform', 'unavailable', 'Too many logins at once; retry shortly', { headers: { 'Retry-After': '1' } });
 }
 
@@ -84,28 +83,7 @@ export async function login(
 ): Promise<{ bearer_token: string; user: Schemas['User'] }> {
   const { db, config } = deps;
   const key = emailKey(input.email);
-  const address = clientAddressKey(input.ip);
-  const limits = [
-    { key: emailAddressKey(key, address), limit: config.loginRateLimit },
-    { key: addressKey(address), limit: config.loginAddressRateLimit },
-  ].filter((l): l is { key: string; limit: NonNullable<typeof l.limit> } => l.limit !== undefined);
-
-  // Count the attempt before checking it, so a burst of parallel guesses is
-  // limited too; a success is forgiven below.
-  if (limits.length > 0) {
-    const counters = await countAttempt(
-      db,
-      limits.map((l) => ({ key: l.key, windowMs: l.limit.windowMs })),
-    );
-    const over = counters.filter((c) => c.failures > limits.find((l) => l.key === c.key)!.limit.limit);
-    if (over.length > 0) {
-      const retryAfter = Math.max(...over.map((c) => c.retryAfter));
-      throw areaError('platform', 'rate_limited', 'Too many failed login attempts. Try again later.', {
-        headers: { 'Retry-After': String(retryAfter) },
-      });
-    }
-    if (Math.random() < 0.01) await deleteExpired(db, Math.max(...limits.map((l) => l.limit.windowMs)));
-  }
+  const forgive = await countPasswordCheck(deps, key, input.ip);
 
   const cost = config.passwordHashCost;
   const user = await findByEmailKey(db, key);
@@ -120,10 +98,8 @@ export async function login(
   if (!user || !passwordOk || loginPlatformOf(user) !== input.platform || !user.is_active) {
     throw invalidCredentials();
   }
-  if (limits.length > 0) {
-    // the email's counter for this address starts over; the address's goes down by this attempt
-    await forgiveAttempt(db, emailAddressKey(key, address), config.loginAddressRateLimit ? [addressKey(address)] : []);
-  }
+  // the email's counter for this address starts over; the address's goes down by this attempt
+  await forgive();
   if (needsRehash(user.password_hash, cost)) {
     const stronger = await hashPassword(input.password, cost).catch((err: unknown) => {
       if (err instanceof PasswordHashBusy) return undefined; // next time

@@ -79,7 +79,7 @@ export async function processBatch(deps: BatchDeps, tx: Tx, submitted: IngestIte
       const person = people.personOfVisitor(it.orgId, it.coreId);
       people.recordEvent(it);
       if (!exports(it)) continue;
-      const contacts = await people.contacts(it.orgId, person);
+      const contacts = await people.contacts(it.orgId, person, it.coreId);
       if (await privacy.exportable(tx, it.orgId, it.policy, contacts)) fanOut.eventExported(it, idOf.get(it)!, contacts);
     } else {
       const { person, linked } = await people.identify(it);

@@ -6,6 +6,8 @@ import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
 /** The parts of the organisation's policy (src/platform/organisation-directory.ts) the batch applies. */
 export interface IngestPolicy {
   identityVerification: 'optional' | 'required';
+  /** false: event exports only for contacts whose link to the event's visitor is verified */
+  exportUnverified: boolean;
   /** an http(s) URL whose host is one of the organisation's allowed domains */
   allowsUrl(url: string): boolean;
   /** the organisation's suppression list is not empty: the batch checks its items against it (src/privacy/ingest-privacy.service.ts) */

@@ -30,19 +30,13 @@ export interface ClaimedDelivery {
 }
 
 export interface ClaimOptions {
-  /** most deliveries claimed (probes may add one per paused endpoint whose cool-down ended) */
+  /** most deliveries claimed for the organisation (its room; probes may add one per paused endpoint whose cool-down ended) */
   limit: number;
   leaseMarginMs: number;
-  /** integrations this process holds deliveries of: how many more each may take (0 = none) */
+  /** its integrations this process holds deliveries of: how many more each may take (0 = none) */
   integrationRooms: { id: number; room: number }[];
   /** how many an integration not listed may take */
   defaultIntegrationRoom: number;
-  /** organisations this process holds deliveries of: how many more each may take (0 = none) */
-  orgRooms: { id: number; room: number }[];
-  /** how many an organisation not listed may take */
-  defaultOrgRoom: number;
-  /** claim only the organisations of this slot (WEBHOOK_DISPATCH_SLOT) */
-  slot?: DispatchSlot;
 }
 
 /** Organisations whose id modulo `count` is `index`: a share of the tenants for one of several dispatchers. */
@@ -60,55 +54,31 @@ export interface Claim {
 export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the dispatcher that made this attempt stopped before finishing it (its lease expired)';
 export const INACTIVE_ERROR = 'integration deactivated or deleted';
 
-/**
- * Claims due deliveries fairly: at most `limit`, at most each integration's
- * and each organisation's room, shared round-robin between organisations
- * (and between the integrations of one), oldest first within each. Paused
- * endpoints (circuit breaker open) are skipped; one whose cool-down ended
- * gets one delivery as its probe (the breaker row is moved on in the same
- * statement, so only one process probes). Each claimed delivery gets a lease
- * of its integration's httpTimeout plus the margin and its attempt number.
- * Due deliveries of an inactive or deleted integration are cancelled
- * instead. An attempt left without an outcome by a process that died is
- * recorded as such.
- *
- * How: a loose index scan of deliveries_pending_integration finds every
- * integration with pending deliveries and its oldest (one index descent
- * each, whatever the backlogs), so one tenant's huge or stalled backlog
- * costs the others nothing; then each due integration's oldest deliveries
- * are locked (SKIP LOCKED) up to its share, ranked per organisation, and cut.
- */
-export async function claimDue(db: Database, opts: ClaimOptions): Promise<Claim> {
-  const now = new Date();
-  const full = opts.orgRooms.filter((r) => r.room <= 0).map((r) => r.id);
-  const orgs = await dueOrganisations(db, now, opts.limit, full, opts.slot);
-  const result: Claim = { rows: [], cut: [] };
-  // each organisation's claim is one statement within one organisation (one shard under
-  // Citus); the limit is shared between them, oldest due first, what one leaves goes on
-  // (a claim that fills the limit is followed by another at once)
-  for (let i = 0; i < orgs.length; i++) {
-    const left = opts.limit - result.rows.length;
-    if (left <= 0) break;
-    const share = Math.max(1, Math.ceil(left / (orgs.length - i)));
-    const claim = await claimDueIn(db, orgs[i]!, now, { ...opts, limit: share });
-    result.rows.push(...claim.rows);
-    result.cut.push(...claim.cut);
-  }
-  return result;
-}
+/** How many organisations one scan for due work returns at most. */
+export const SCAN_ORGANISATIONS = 1000;
 
 /**
- * Organisations with due deliveries, oldest due first (at most `limit`), of
- * this dispatcher's slot when it has one (organisation id modulo the slot
- * count). The one statement of the dispatcher that spans organisations.
+ * Organisations with due deliveries, oldest due first (at most `limit`),
+ * past those listed in `excluded` (no room here) and endpoints paused by
+ * their circuit breaker, of this dispatcher's slot when it has one
+ * (organisation id modulo the slot count). The one statement of the
+ * dispatcher that spans organisations; its cost grows with the due backlog,
+ * so the dispatcher runs it at most every poll interval and when told that
+ * something became due without saying for whom: a NOTIFY of new deliveries
+ * names their organisations, which are claimed directly (claimForOrganisation).
  */
-async function dueOrganisations(db: Database, now: Date, limit: number, full: number[], slot: DispatchSlot | undefined): Promise<number[]> {
-  // past organisations without room here and endpoints paused by their circuit breaker
+export async function dueOrganisations(
+  db: Database,
+  now: Date,
+  limit: number,
+  excluded: number[],
+  slot: DispatchSlot | undefined,
+): Promise<number[]> {
   const { rows } = await sql<{ org_id: number }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
     SELECT d.org_id FROM deliveries d
     WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
       AND d.org_id % ${slot?.count ?? 1}::bigint = ${slot?.index ?? 0}::bigint
-      AND d.org_id <> ALL (${full}::bigint[])
+      AND d.org_id <> ALL (${excluded}::bigint[])
       AND NOT EXISTS (
         SELECT 1 FROM webhook_endpoint_health h
         WHERE h.org_id = d.org_id AND h.integration_id = d.integration_id
@@ -121,10 +91,26 @@ async function dueOrganisations(db: Database, now: Date, limit: number, full: nu
   return rows.map((r) => r.org_id);
 }
 
-async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptions): Promise<Claim> {
+/**
+ * Claims the organisation's due deliveries: at most `limit`, at most each
+ * integration's room, shared round-robin between its integrations, oldest
+ * first within each. Paused endpoints (circuit breaker open) are skipped;
+ * one whose cool-down ended gets one delivery as its probe (the breaker row
+ * is moved on in the same statement, so only one process probes). Each
+ * claimed delivery gets a lease of its integration's httpTimeout plus the
+ * margin and its attempt number. Due deliveries of an inactive or deleted
+ * integration are cancelled instead. An attempt left without an outcome by
+ * a process that died is recorded as such. One statement within one
+ * organisation (one shard under Citus), whatever the other tenants' backlogs.
+ *
+ * How: a loose index scan of deliveries_pending_org finds every integration
+ * of the organisation with pending deliveries and its oldest (one index
+ * descent each, whatever the backlogs), then each due integration's oldest
+ * deliveries are locked (SKIP LOCKED) up to its room, and cut to the limit.
+ */
+export async function claimForOrganisation(db: Database, org: number, now: Date, opts: ClaimOptions): Promise<Claim> {
   const margin = opts.leaseMarginMs;
   const ri = opts.integrationRooms;
-  const ro = opts.orgRooms;
   const { rows } = await sql<ClaimedDelivery & { cut: [number, number][] | null }>`${sql.raw(PREPARE)}
     WITH RECURSIVE
     queues AS (
@@ -138,20 +124,18 @@ async function claimDueIn(db: Database, org: number, now: Date, opts: ClaimOptio
       ) n
     ),
     rooms_i AS (SELECT * FROM unnest(${ri.map((r) => r.id)}::bigint[], ${ri.map((r) => r.room)}::int[]) AS r(integration_id, room)),
-    rooms_o AS (SELECT * FROM unnest(${ro.map((r) => r.id)}::bigint[], ${ro.map((r) => r.room)}::int[]) AS r(org_id, room)),
     due AS (
       SELECT q.org_id, q.integration_id, q.next_attempt_at AS head,
              COALESCE(i.active AND i.deleted_at IS NULL, false) AS live,
              -- the lease end, computed here: Citus refuses timestamptz arithmetic on columns in UPDATE SET
              ${now}::timestamptz + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond' AS lease_until,
              COALESCE(h.opened_count, 0) > 0 AS paused,
-             COALESCE(ro.room, ${opts.defaultOrgRoom}::int) AS org_room,
-             least(COALESCE(ri.room, ${opts.defaultIntegrationRoom}::int), COALESCE(ro.room, ${opts.defaultOrgRoom}::int)) AS room
+             ${opts.limit}::int AS org_room,
+             least(COALESCE(ri.room, ${opts.defaultIntegrationRoom}::int), ${opts.limit}::int) AS room
       FROM queues q
       LEFT JOIN integrations i ON i.org_id = ${org}::bigint AND i.id = q.integration_id
       LEFT JOIN webhook_endpoint_health h ON h.org_id = ${org}::bigint AND h.integration_id = q.integration_id
       LEFT JOIN rooms_i ri ON ri.integration_id = q.integration_id
-      LEFT JOIN rooms_o ro ON ro.org_id = q.org_id
       WHERE q.next_attempt_at <= ${now}::timestamptz
     ),
     open_queues AS (

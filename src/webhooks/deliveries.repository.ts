@@ -2,7 +2,7 @@
 // scoped to one organisation, or to the organisations assigned to the caller.
 import { type Transaction, sql } from 'kysely';
 import type { DB, DeliveryKind, DeliveryStatus } from '../db/schema.ts';
-import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
+import { DELIVERIES_CHANNEL, notifyPayload } from './outbox.repository.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
 
 const DELIVERY_COLUMNS = [
@@ -110,6 +110,6 @@ export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: nu
     .where('status', 'in', ['failed', 'cancelled'])
     .returning(DELIVERY_COLUMNS)
     .executeTakeFirst();
-  if (row) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
+  if (row) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, ${notifyPayload([orgId])}::text)`.execute(tx);
   return row;
 }

@@ -1,31 +1,34 @@
-// The dispatcher: claims due deliveries in batches (woken by NOTIFY, with a
-// polling fallback), fairly between organisations and integrations and never
-// more than each one's share (fair-share.ts, claims.repository.ts), sends
-// them with at most `perIntegration` requests in flight per integration,
-// and writes the outcomes back in batches, which also move each endpoint's
-// circuit breaker on (circuit-breaker.ts): a paused endpoint's deliveries are
-// not claimed, and one failing for WEBHOOK_DISABLE_AFTER is disabled
-// (auto-disable.ts). It owns no state that a crash could lose: a claim is a
-// lease in the database, and an attempt whose outcome was never written is
-// made again once the lease expires.
+// The dispatcher: claims due deliveries in rounds (woken by NOTIFY, which
+// names the organisations that have new deliveries, with a polling
+// fallback), fairly between organisations and integrations and never more
+// than each one's share (fair-share.ts, claim-round.ts, claims.repository.ts),
+// sends them with at most `perIntegration` requests in flight per integration
+// (fewer to a slow endpoint), and writes the outcomes back in batches, which
+// also move each endpoint's circuit breaker on (circuit-breaker.ts): a paused
+// endpoint's deliveries are not claimed, and one failing for
+// WEBHOOK_DISABLE_AFTER is disabled (auto-disable.ts). It owns no state that a
+// crash could lose: a claim is a lease in the database, and an attempt whose
+// outcome was never written is made again once the lease expires.
 import { setMaxListeners } from 'node:events';
 import type { Deps } from '../deps.ts';
 import { disableFailingEndpoint } from './auto-disable.ts';
 import { type BreakerOptions, DEFAULT_BREAKER } from './circuit-breaker.ts';
-import { type Claim, type ClaimedDelivery, claimDue, releaseClaims } from './claims.repository.ts';
+import { claimRound } from './claim-round.ts';
+import { type ClaimedDelivery, releaseClaims } from './claims.repository.ts';
 import { CompletionWriter } from './completions.ts';
 import { type CredentialCache, createCredentialCache } from './credentials.ts';
 import { DEFAULT_SHARE, FairShare, type Job, type Lane } from './fair-share.ts';
 import { type WebhookMetrics, webhookMetrics } from './metrics.ts';
 import type { Notifications } from './notifications.ts';
-import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
+import { DELIVERIES_CHANNEL, parseNotifiedOrganisations } from './outbox.repository.ts';
 import type { HealthChange } from './outcomes.repository.ts';
 import { decide } from './retry.ts';
 import { type Sender, type SendResult, createSender } from './sender.ts';
+import { Signal } from './signal.ts';
 import { deliveryHeaders, userAgent } from './signing.ts';
 
 export interface DispatcherOptions {
-  /** most deliveries claimed by one query */
+  /** most deliveries claimed by one statement (for one organisation) */
   batchSize?: number;
   /** most deliveries held (in flight or waiting to start) by this process; default config.webhookShare.global */
   globalConcurrency?: number;
@@ -33,6 +36,10 @@ export interface DispatcherOptions {
   perIntegration?: number;
   /** most deliveries held per organisation; default config.webhookShare.perOrganisation */
   perOrganisation?: number;
+  /** part of the capacity kept for organisations holding nothing; default config.webhookShare.reserve */
+  reserve?: number;
+  /** an endpoint slower than this gets a smaller lane (ms); default config.webhookShare.slowMs */
+  slowMs?: number;
   /** claim at least this often without a notification (ms) */
   pollIntervalMs?: number;
   /** how long stop() waits for requests in flight before interrupting them (ms) */
@@ -42,31 +49,6 @@ export interface DispatcherOptions {
 }
 
 export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'cipher' | 'metrics'>;
-
-/** A wake-up flag with a timeout: wake() before wait() is not lost. */
-class Signal {
-  private woken = false;
-  private resolve: (() => void) | undefined;
-  wake(): void {
-    if (this.resolve) this.resolve();
-    else this.woken = true;
-  }
-  wait(ms: number): Promise<void> {
-    if (this.woken) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((res) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.resolve = undefined;
-        res();
-      };
-      const timer = setTimeout(done, ms);
-      this.resolve = done;
-    });
-  }
-}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -86,6 +68,10 @@ export class Dispatcher {
   private readonly disabling = new Set<number>();
   private readonly shareSource = () => this.share.snapshot();
   private readonly abort = new AbortController();
+  /** organisations a NOTIFY named since the last claim round */
+  private readonly named = new Set<number>();
+  /** the next round scans the database for due work (claim-round.ts says when) */
+  private scanWanted = true;
   private stopping = false;
   private capacityWait = false;
   private loop: Promise<void> | undefined;
@@ -107,6 +93,8 @@ export class Dispatcher {
       global: opts.globalConcurrency ?? configured.global,
       perIntegration: opts.perIntegration ?? configured.perIntegration,
       perOrganisation: opts.perOrganisation ?? configured.perOrganisation,
+      reserve: opts.reserve ?? configured.reserve,
+      slowMs: opts.slowMs ?? configured.slowMs,
     });
     this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
     this.sender = createSender({
@@ -131,15 +119,29 @@ export class Dispatcher {
     if (this.loop) return;
     if (this.notifications) {
       this.unsubscribe.push(
-        this.notifications.on(DELIVERIES_CHANNEL, () => this.signal.wake()),
-        this.notifications.onConnect(() => this.signal.wake()),
+        this.notifications.on(DELIVERIES_CHANNEL, (payload) => this.notified(payload)),
+        this.notifications.onConnect(() => this.scanSoon()),
       );
     }
     this.loop = this.run();
   }
 
-  /** Claims now instead of at the next notification or poll. */
+  /** Claims now (scanning for due work) instead of at the next notification or poll. */
   wake(): void {
+    this.scanSoon();
+  }
+
+  private scanSoon(): void {
+    this.scanWanted = true;
+    this.signal.wake();
+  }
+
+  /** New deliveries committed: claim for the organisations named (all of them when none is). */
+  private notified(payload: string): void {
+    const orgs = parseNotifiedOrganisations(payload);
+    if (orgs.length === 0) return this.scanSoon();
+    const slot = this.deps.config.webhookDispatchSlot;
+    for (const org of orgs) if (!slot || org % slot.count === slot.index) this.named.add(org);
     this.signal.wake();
   }
 
@@ -178,54 +180,60 @@ export class Dispatcher {
     let failures = 0;
     while (!this.stopping) {
       const room = this.share.room();
-      if (room <= 0) {
+      if (room.pool + room.reserve <= 0) {
         this.capacityWait = true;
-        await this.signal.wait(this.pollMs);
+        if (!(await this.signal.wait(this.pollMs))) this.scanWanted = true;
         continue;
       }
       this.capacityWait = false;
-      const limit = Math.min(room, this.batchSize);
-      let claim: Claim;
-      // measured before the claim: the leases it gives end no sooner than claimedAt + timeout + margin
-      const claimedAt = Date.now();
+      const scan = this.scanWanted;
+      this.scanWanted = false;
+      const started = Date.now();
+      let again: boolean;
       try {
-        claim = await claimDue(this.deps.db, {
-          limit,
-          leaseMarginMs: this.deps.config.webhookLeaseMarginMs,
-          slot: this.deps.config.webhookDispatchSlot,
-          ...this.share.claimRooms(),
-        });
+        ({ again } = await claimRound(
+          this.deps.db,
+          this.share,
+          {
+            limit: room.pool + room.reserve,
+            batchSize: this.batchSize,
+            leaseMarginMs: this.deps.config.webhookLeaseMarginMs,
+            slot: this.deps.config.webhookDispatchSlot,
+            scan,
+            named: this.named,
+          },
+          (rows, claimedAt, reserve) => this.accept(rows, claimedAt, reserve),
+        ));
         failures = 0;
       } catch (err) {
         if (this.stopping) break;
+        // what was asked for is asked for again (the organisations named are marked due in the share already)
+        this.scanWanted ||= scan;
         failures++;
         if (failures === 1 || failures % 30 === 0) this.deps.log.warn({ err }, 'claiming webhook deliveries failed; retrying');
         await this.signal.wait(Math.min(this.pollMs * failures, 5_000));
         continue;
       }
-      const took = Date.now() - claimedAt;
-      if (this.stopping) {
-        await this.release(claim.rows);
-        break;
-      }
-      this.accept(claim.rows, claimedAt);
-      // more is due for an integration that is already down to half its share: claim again at once
-      const more = claim.cut.some((c) => this.share.wantsMore(c.orgId, c.integrationId));
-      if (claim.rows.length < limit && !more) {
-        await this.signal.wait(this.pollMs);
-        // claims that find little are spaced by their own cost (up to 25 ms, so
+      const took = Date.now() - started;
+      if (!again) {
+        if (!(await this.signal.wait(this.pollMs))) this.scanWanted = true;
+        // rounds that find little are spaced by their own cost (up to 25 ms, so
         // latency stays low): the database spends at most about half its time on them
-        const gap = claimedAt + 2 * took - Date.now();
+        const gap = started + 2 * took - Date.now();
         if (gap > 0 && !this.stopping) await sleep(Math.min(gap, 25));
       }
     }
   }
 
-  private accept(rows: ClaimedDelivery[], claimedAt: number): void {
+  private accept(rows: ClaimedDelivery[], claimedAt: number, reserve: boolean): void {
+    if (this.stopping) {
+      void this.release(rows);
+      return;
+    }
     const touched = new Set<Lane>();
     for (const row of rows) {
       this.metrics.dispatchLag.observe(Math.max(0, claimedAt - row.due_at.getTime()) / 1000);
-      const job = this.share.add(row, claimedAt + row.http_timeout * 1000 + this.deps.config.webhookLeaseMarginMs);
+      const job = this.share.add(row, claimedAt + row.http_timeout * 1000 + this.deps.config.webhookLeaseMarginMs, reserve);
       touched.add(job.lane);
     }
     for (const lane of touched) this.pump(lane);
@@ -257,7 +265,7 @@ export class Dispatcher {
   private finished(job: Job, durationMs: number | undefined): void {
     const reopened = this.share.finished(job, durationMs);
     if (!this.stopping) this.pump(job.lane);
-    // claim again when this integration or organisation just reopened (or the process had no room at all)
+    // claim again when this made room someone with more due can use (or the process had no room at all)
     if (!this.stopping && (this.capacityWait || reopened)) this.signal.wake();
   }
 
@@ -329,7 +337,7 @@ export class Dispatcher {
     for (const r of resumed)
       this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');
     // what waited for a paused endpoint is due now
-    if (resumed.length > 0 && !this.stopping) this.signal.wake();
+    if (resumed.length > 0 && !this.stopping) this.scanSoon();
     for (const h of changes) {
       const ctx = { orgId: h.org_id, integrationId: h.integration_id, failures: h.consecutive_failures, lastError: h.last_error };
       if (h.opened_now) {
@@ -383,7 +391,7 @@ export class Dispatcher {
     if (this.retryTimer) clearTimeout(this.retryTimer.timer);
     const timer = setTimeout(() => {
       this.retryTimer = undefined;
-      this.signal.wake();
+      this.scanSoon();
     }, delayMs + 5);
     timer.unref();
     this.retryTimer = { at, timer };

@@ -49,6 +49,7 @@ const EVENT = {
   occurred_at: '2024-05-14T16:03:10.204Z',
   source_event: 'updatecart',
   visitor: { core_id: 'c-19d0e7', roaming_id: 'r-03c5', corex_id: null },
+  verified: false,
   properties: { cart_url: 'https://shop.example.com/cart', product_id: 42, line_items: [], cart_value: 59.9 },
 };
 
@@ -131,7 +132,12 @@ contact, once per contact. <code>event</code> is one of <code>addtocart</code>, 
 <code>event_id</code> identifies the event (the same in every export of it), <code>occurred_at</code> is when it was
 received, <code>source_event</code> the tracker's own name (<code>view</code> and <code>productview</code> both export
 as <code>view</code>), <code>visitor</code> its ids, and <code>properties</code> the event's fields as the tracker sent
-them, without URLs outside the organisation's allowed domains.</p>
+them, without URLs outside the organisation's allowed domains. <code>verified</code> is <code>true</code> when this
+contact's link to that visitor is verified (an identify call with a valid <code>hash</code> made or confirmed it), as
+for a contact match; <code>false</code> means a browser alone said this visitor is the contact, so every field of
+<code>properties</code> (a product title, an order id, a category) is what that browser sent: treat it as untrusted
+text and never send it to the customer as theirs. An organisation can keep unverified exports out altogether
+(<code>export_unverified: false</code> in its settings); exports made before this field existed lack it.</p>
 <p><strong>Ignore fields you do not know</strong>: later versions add fields to these bodies (never remove or change
 one); deliveries made by an earlier version lack the newer ones.</p>
 <pre>${json(EVENT)}</pre>
@@ -166,7 +172,9 @@ minutes from your clock (replays). In Node, the <code>standardwebhooks</code> pa
 <h2 id="respond">Responding</h2>
 <p>Answer any <strong>2xx</strong> as soon as the request is verified, and do the work afterwards: an answer must arrive
 within the integration's <code>httpTimeout</code> (10 seconds by default, at most 30) or the attempt counts as failed.
-The response body is ignored (its first 1 KB is kept in the delivery log). Redirects are not followed.</p>
+The response body is ignored (its first 1 KB is kept in the delivery log). Redirects are not followed.
+A slow answer costs as much as a failure: an endpoint whose answers take longer than ${esc(humanDuration(config.webhookShare.slowMs))}
+on average gets fewer requests at once (down to one), so its deliveries queue up; answer first and work later.</p>
 
 <h2 id="retries">Retries</h2>
 <p>A timeout, a network error, <code>408</code>, <code>409</code>, <code>425</code>, <code>429</code> and any

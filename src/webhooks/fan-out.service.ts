@@ -36,21 +36,26 @@ export class FanOut {
     return this.targetsOf(orgId).some((t) => t.doContacts);
   }
 
-  /** One event-stream export per contact of the event's person, to every integration that exports events. */
+  /**
+   * One event-stream export per contact of the event's person, to every
+   * integration that exports events; `verified` when the contact's link to
+   * the event's visitor is. Under `export_unverified: false` only those.
+   */
   eventExported(
     e: VisitorIds & {
       orgId: number;
       receivedAt: Date;
       name: TrackedEventName;
       body: Record<string, unknown>;
-      policy: { allowsUrl(url: string): boolean };
+      policy: { allowsUrl(url: string): boolean; exportUnverified: boolean };
     },
     eventId: number,
-    contacts: readonly ContactRef[],
+    contacts: readonly (ContactRef & { verified: boolean })[],
   ): void {
     const exportTo = this.targetsOf(e.orgId).filter((t) => t.doEvents);
     if (exportTo.length === 0) return;
     for (const contact of contacts) {
+      if (!contact.verified && !e.policy.exportUnverified) continue;
       const payload = JSON.stringify(
         eventExportedPayload({
           orgId: e.orgId,
@@ -59,6 +64,7 @@ export class FanOut {
           at: e.receivedAt,
           event: e.name,
           eventId,
+          verified: contact.verified,
           visitor: { coreId: e.coreId, roamingId: e.roamingId, corexId: e.corexId },
           properties: e.body,
           allowsUrl: (url) => e.policy.allowsUrl(url),

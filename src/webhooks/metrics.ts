@@ -1,8 +1,9 @@
 // Prometheus metrics of webhook delivery, registered once per registry.
 // Fairness is shown without a label per organisation (which would explode
-// the series): how long due deliveries wait to be claimed, how many
-// organisations and integrations are at their share, and how much the
-// largest holder holds.
+// the series): how long due deliveries wait to be claimed, how the capacity
+// is divided (the fair share, the reserve in use), how many organisations
+// have due work and how many hold their whole share, which integrations are
+// at their share or slowed down, and how much the largest holder holds.
 import client from 'prom-client';
 import type { Database } from '../db/database.ts';
 import { countPending } from './claims.repository.ts';
@@ -111,14 +112,32 @@ export function webhookMetrics(registry: client.Registry, db: Database): Webhook
     },
   });
   new client.Gauge({
+    name: 'trackway_webhook_reserve_held',
+    help: 'Deliveries this process holds from its reserve (WEBHOOK_DISPATCH_RESERVE): first slots of organisations that held nothing while the shared pool was full',
+    registers,
+    collect: share((s) => s.reserveHeld),
+  });
+  new client.Gauge({
     name: 'trackway_webhook_organisations_holding',
     help: 'Organisations with deliveries held by this process',
     registers,
     collect: share((s) => s.organisations),
   });
   new client.Gauge({
+    name: 'trackway_webhook_organisations_due',
+    help: 'Organisations with due work in this process (holding deliveries, or known to have more due): the pool is divided between them',
+    registers,
+    collect: share((s) => s.organisationsDue),
+  });
+  new client.Gauge({
+    name: 'trackway_webhook_fair_share',
+    help: 'Deliveries an organisation that wants more than an equal part may hold now in this process (the max-min fair share of the pool)',
+    registers,
+    collect: share((s) => s.fairShare),
+  });
+  new client.Gauge({
     name: 'trackway_webhook_organisations_at_share',
-    help: 'Organisations holding their whole per-organisation share in this process (not claimed for until half of it is done)',
+    help: 'Organisations holding at least their fair share in this process while more of theirs is due (they get more as their deliveries finish)',
     registers,
     collect: share((s) => s.organisationsFull),
   });
@@ -129,8 +148,14 @@ export function webhookMetrics(registry: client.Registry, db: Database): Webhook
     collect: share((s) => s.integrationsFull),
   });
   new client.Gauge({
+    name: 'trackway_webhook_slow_integrations',
+    help: 'Integrations with deliveries held whose lane is smaller than WEBHOOK_CONCURRENCY because their endpoint answers slower than WEBHOOK_SLOW_ENDPOINT',
+    registers,
+    collect: share((s) => s.integrationsSlow),
+  });
+  new client.Gauge({
     name: 'trackway_webhook_largest_organisation_held',
-    help: 'Deliveries held by the organisation holding the most in this process (compare with its share)',
+    help: 'Deliveries held by the organisation holding the most in this process (compare with trackway_webhook_fair_share)',
     registers,
     collect: share((s) => s.largestOrganisation),
   });

@@ -1,6 +1,7 @@
 // The transactional outbox: deliveries are written in the same transaction as
 // the identify or event that causes them, and the dispatcher is woken by a
-// NOTIFY that PostgreSQL sends only when that transaction commits. For an
+// NOTIFY that PostgreSQL sends only when that transaction commits (naming
+// the organisations, which the dispatcher then claims for directly). For an
 // integration listed in webhook_backlog_limits (at WEBHOOK_MAX_BACKLOG pending,
 // see backlog.ts) they are written failed with BACKLOG_ERROR instead: kept,
 // visible and retryable through the API, but not queued.
@@ -10,6 +11,26 @@ import type { DB } from '../db/schema.ts';
 import { orgScoped } from '../db/tenancy.ts';
 
 export const DELIVERIES_CHANNEL = 'trackway_deliveries';
+/** a NOTIFY names at most this many organisations (beyond, it names none: "scan for due work") */
+const MAX_NAMED = 100;
+
+/**
+ * The payload of a NOTIFY on DELIVERIES_CHANNEL: the organisations that have
+ * new due deliveries, comma-separated, so that the dispatchers claim for
+ * them at once without scanning every organisation's backlog; empty means
+ * "something is due, look".
+ */
+export function notifyPayload(orgIds: Iterable<number>): string {
+  const ids = [...new Set(orgIds)];
+  return ids.length > MAX_NAMED ? '' : ids.join(',');
+}
+
+/** The organisations a NOTIFY payload names (none: scan). */
+export function parseNotifiedOrganisations(payload: string): number[] {
+  if (payload === '') return [];
+  const ids = payload.split(',').map(Number);
+  return ids.every((id) => Number.isSafeInteger(id) && id > 0) ? ids : [];
+}
 export const BACKLOG_ERROR = 'backlog limit reached';
 
 export interface NewDelivery {
@@ -36,7 +57,7 @@ export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]
     LEFT JOIN webhook_backlog_limits l ON l.org_id = r.org_id AND l.integration_id = r.integration_id
     ORDER BY r.ord
   `.execute(tx);
-  await sql`${sql.raw(PREPARE)}SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
+  await sql`${sql.raw(PREPARE)}SELECT pg_notify(${DELIVERIES_CHANNEL}, ${notifyPayload(rows.map((r) => r.orgId))}::text)`.execute(tx);
 }
 
 /** Deactivating or deleting an integration stops what it has not yet delivered. */

@@ -15,7 +15,7 @@ import { sql } from 'kysely';
 import { ALL_ORGANISATIONS, PREPARE } from '../db/database.ts';
 import type { DeliveryKind, DeliveryStatus } from '../db/schema.ts';
 import type { Executor, Tx } from '../db/tenancy.ts';
-import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
+import { DELIVERIES_CHANNEL, notifyPayload } from './outbox.repository.ts';
 
 /** The expression deliveries_contact indexes (on the alias given): written so for the index to serve. */
 const contactOf = (alias: string) => sql`(${sql.ref(`${alias}.body`)}::jsonb ->> 'contact')`;
@@ -88,7 +88,7 @@ export async function enqueueErasedNotices(tx: Tx, orgId: number, rows: { integr
     SELECT ${orgId}::bigint, r.integration_id, 'erased', r.body, 'pending', ${new Date()}::timestamptz
     FROM unnest(${rows.map((r) => r.integrationId)}::bigint[], ${rows.map((r) => r.body)}::text[]) AS r(integration_id, body)
   `.execute(tx);
-  await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(tx);
+  await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, ${notifyPayload([orgId])}::text)`.execute(tx);
 }
 
 /**

@@ -81,6 +81,7 @@ describe('dashboard trust settings in Chromium', function () {
       expect(await page.getByLabel('Optional').isChecked()).to.equal(true);
       expect(await page.getByLabel('Allowed domains, one per line').inputValue()).to.equal(org.domain);
       expect(await page.getByLabel('Refuse tracking requests from other sites (enforce origin)').isChecked()).to.equal(false);
+      expect(await page.getByLabel('Export activity of unverified visitors').isChecked()).to.equal(true);
 
       const { identity_secret: secret } = await read();
       expect(await page.locator('#identity-secret').textContent()).to.not.include(secret);
@@ -97,6 +98,7 @@ describe('dashboard trust settings in Chromium', function () {
       await page.getByLabel('Required').check();
       await page.getByLabel('Allowed domains, one per line').fill(`${org.domain}\nShop.Example.COM\nhttps://cdn.example.net:8080/x`);
       await page.getByLabel('Refuse tracking requests from other sites (enforce origin)').check();
+      await page.getByLabel('Export activity of unverified visitors').uncheck();
       await page.getByRole('button', { name: 'Save settings' }).click();
       const alert = page.getByRole('alert');
       await visible(alert);
@@ -108,7 +110,8 @@ describe('dashboard trust settings in Chromium', function () {
       await page.getByRole('button', { name: 'Save settings' }).click();
       await visible(page.getByText('Settings saved.'));
       const saved = await read();
-      expect(saved).to.include({ identity_verification: 'required', enforce_origin: true });
+      expect(saved).to.include({ identity_verification: 'required', enforce_origin: true, export_unverified: false });
+      expect(await page.getByLabel('Export activity of unverified visitors').isChecked()).to.equal(false);
       expect(saved.allowed_domains).to.deep.equal([org.domain, 'shop.example.com', 'cdn.example.net']);
       expect(await page.getByLabel('Allowed domains, one per line').inputValue()).to.equal(saved.allowed_domains.join('\n'));
 

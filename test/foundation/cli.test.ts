@@ -29,7 +29,15 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-cli-'));
     port = await freePort();
-    env = { ...process.env, TRACKWAY_DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+    env = {
+      ...process.env,
+      TRACKWAY_DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      // merchants register themselves through the analytics host (the set-password test)
+      REGISTRATION_TOKEN: 'cli_reg_token_8sJ2kQ9wLx',
+    };
     delete env.DATABASE_URL; // this suite is about the embedded database
   });
 
@@ -170,10 +178,54 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     }
     const unknown = await cli('platform', 'set-password', '--email', 'nobody@acme.example', '--password', 'long enough 123');
     expect(unknown.code).to.equal(2);
-    expect(unknown.err.trim()).to.equal('trackway: no platform account has the email nobody@acme.example');
+    expect(unknown.err.trim()).to.equal('trackway: no platform account or merchant has the email nobody@acme.example');
     const short = await cli('platform', 'set-password', '--email', 'third@acme.example', '--password', 'short');
     expect(short.code).to.equal(2);
     expect(await login('a new passphrase 2026')).to.equal(200); // unchanged
+  });
+
+  it('sets a self-registered merchant’s password too (issue 22, point 4), and says why a platform-registered one has none', async () => {
+    const base = `http://127.0.0.1:${port}`;
+    const post = (p: string, body: unknown, token?: string) =>
+      fetch(base + p, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify(body),
+      });
+    const reg = await post('/api/v1/register?token=cli_reg_token_8sJ2kQ9wLx', {
+      email: 'owner@cli-bakery.example',
+      password: 'r1se&shine-2024',
+      first_name: 'Maria',
+      domain: 'cli-bakery.example',
+      entity: 'Bakery',
+    });
+    expect(reg.status).to.equal(200);
+    const login = (password: string) => post('/v1/rest/merchant/users/login', { email: 'owner@cli-bakery.example', password });
+    const session = ((await (await login('r1se&shine-2024')).json()) as { bearer_token: string }).bearer_token;
+    const read = () => fetch(`${base}/v1/rest/merchant/organisations`, { headers: { authorization: `Bearer ${session}` } });
+    expect((await read()).status).to.equal(200);
+
+    const r = await cli('platform', 'set-password', '--email', 'owner@cli-bakery.example', '--password', 'a new passphrase 2026');
+    expect(r.code, r.err).to.equal(0);
+    expect(r.out).to.match(
+      /^set the password of merchant owner@cli-bakery\.example \(signs in under "merchant", user id \d+\); its bearer tokens issued before now no longer work\n$/,
+    );
+    expect((await read()).status, 'the stolen session ends').to.equal(401);
+    expect((await login('r1se&shine-2024')).status).to.equal(401);
+    expect((await login('a new passphrase 2026')).status).to.equal(200);
+
+    // a merchant registered by a platform has no password: its platform manages it
+    const made = await cli('platform', 'create', '--platform', 'acme', '--email', 'fourth@acme.example', '--password', 'correct horse battery');
+    expect(made.code, made.err).to.equal(0);
+    const platformLogin = await post('/v1/rest/acme/users/login', { email: 'fourth@acme.example', password: 'correct horse battery' });
+    const platformToken = ((await platformLogin.json()) as { bearer_token: string }).bearer_token;
+    const merchant = await post('/v1/rest/acme/users/register', { email: 'jane@cli-linen.example', domain: 'cli-linen.example' }, platformToken);
+    expect(merchant.status).to.equal(201);
+    const refused = await cli('platform', 'set-password', '--email', 'jane@cli-linen.example', '--password', 'long enough 123');
+    expect(refused.code).to.equal(2);
+    expect(refused.err.trim()).to.equal(
+      'trackway: jane@cli-linen.example is a merchant registered by a platform: it has no password and is managed by its platform',
+    );
   });
 
   it('prints an organisation token (stored encrypted) with organisation token --domain', async () => {

@@ -14,19 +14,32 @@ describe('config', () => {
       ip: { limit: 6000, windowMs: 60_000 },
       org: { limit: 60_000, windowMs: 60_000 },
       identify: { limit: 60, windowMs: 60_000 },
+      identifyNetwork: { limit: 600, windowMs: 60_000 },
     });
     expect(c.loginRateLimit).to.deep.equal({ limit: 10, windowMs: 900_000 });
     expect(c.loginAddressRateLimit).to.deep.equal({ limit: 30, windowMs: 900_000 });
     expect(c.passwordHashCost).to.equal(17);
     expect(c.metricsToken).to.equal(undefined);
-    expect(c.webhookShare).to.deep.equal({ perIntegration: 8, perOrganisation: 128, global: 512 });
+    // work-conserving by default: one organisation alone may use all but the reserve
+    expect(c.webhookShare).to.deep.equal({ perIntegration: 8, perOrganisation: 448, global: 512, reserve: 64, slowMs: 2000 });
     expect(
-      loadConfig({ WEBHOOK_CONCURRENCY: '32', WEBHOOK_ORGANISATION_SHARE: '256', WEBHOOK_DISPATCH_CAPACITY: '1024' }).webhookShare,
+      loadConfig({
+        WEBHOOK_CONCURRENCY: '32',
+        WEBHOOK_ORGANISATION_SHARE: '256',
+        WEBHOOK_DISPATCH_CAPACITY: '1024',
+        WEBHOOK_DISPATCH_RESERVE: '100',
+        WEBHOOK_SLOW_ENDPOINT: '5s',
+      }).webhookShare,
     ).to.deep.equal({
       perIntegration: 32,
       perOrganisation: 256,
       global: 1024,
+      reserve: 100,
+      slowMs: 5000,
     });
+    // a small capacity keeps an eighth of itself (at least one slot) in reserve
+    expect(loadConfig({ WEBHOOK_DISPATCH_CAPACITY: '40' }).webhookShare).to.include({ global: 40, reserve: 5, perOrganisation: 35 });
+    expect(loadConfig({ WEBHOOK_DISPATCH_CAPACITY: '8', WEBHOOK_CONCURRENCY: '4' }).webhookShare).to.include({ reserve: 1, perOrganisation: 7 });
     // one dispatcher per host unless more workers are asked to dispatch
     expect(c.webhookDispatchWorkers).to.equal(1);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: '2' }).webhookDispatchWorkers).to.equal(2);
@@ -51,9 +64,12 @@ describe('config', () => {
     [{ PASSWORD_HASH_COST: '12' }, /^PASSWORD_HASH_COST: 12 is outside 14..20$/],
     [{ METRICS_TOKEN: 'short' }, /^METRICS_TOKEN: must be at least 16/],
     [{ WEBHOOK_CONCURRENCY: '0' }, /^WEBHOOK_CONCURRENCY: 0 is outside 1..1024$/],
-    [{ WEBHOOK_CONCURRENCY: '200' }, /^WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE$/],
+    [{ WEBHOOK_CONCURRENCY: '200', WEBHOOK_ORGANISATION_SHARE: '100' }, /^WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE$/],
     [{ WEBHOOK_DISPATCH_WORKERS: '0' }, /^WEBHOOK_DISPATCH_WORKERS: "0" is not a whole number from 1 to 64 \(or all\)$/],
-    [{ WEBHOOK_ORGANISATION_SHARE: '600' }, /^WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY$/],
+    [{ WEBHOOK_ORGANISATION_SHARE: '600' }, /^WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY less WEBHOOK_DISPATCH_RESERVE$/],
+    [{ WEBHOOK_DISPATCH_RESERVE: '512' }, /^WEBHOOK_DISPATCH_RESERVE: must be less than WEBHOOK_DISPATCH_CAPACITY$/],
+    [{ WEBHOOK_SLOW_ENDPOINT: '1ms' }, /^WEBHOOK_SLOW_ENDPOINT: must be from 10ms to 60s$/],
+    [{ WEBHOOK_SLOW_ENDPOINT: 'slow' }, /^WEBHOOK_SLOW_ENDPOINT: "slow" is not a duration/],
   ];
   for (const [env, message] of bad) {
     it(`refuses ${JSON.stringify(env)} with a one-line reason`, () => {
@@ -80,16 +96,28 @@ describe('config', () => {
   });
 
   it('lets every tracking limit be overridden or turned off, one by one or all at once', () => {
-    expect(loadConfig({ TRACKING_RATE_LIMIT: 'off' }).trackingLimits).to.deep.equal({ ip: undefined, org: undefined, identify: undefined });
+    expect(loadConfig({ TRACKING_RATE_LIMIT: 'off' }).trackingLimits).to.deep.equal({
+      ip: undefined,
+      org: undefined,
+      identify: undefined,
+      identifyNetwork: undefined,
+    });
     expect(loadConfig({ TRACKING_RATE_LIMIT: 'off', TRACKING_IDENTIFY_RATE_LIMIT: '5/1m' }).trackingLimits).to.deep.equal({
       ip: undefined,
       org: undefined,
       identify: { limit: 5, windowMs: 60_000 },
+      identifyNetwork: undefined,
     });
+    expect(loadConfig({ TRACKING_IDENTIFY_NETWORK_RATE_LIMIT: '100/1m' }).trackingLimits.identifyNetwork).to.deep.equal({
+      limit: 100,
+      windowMs: 60_000,
+    });
+    expect(loadConfig({ TRACKING_IDENTIFY_NETWORK_RATE_LIMIT: 'off' }).trackingLimits.identifyNetwork).to.equal(undefined);
     expect(loadConfig({ TRACKING_RATE_LIMIT: '100/1s', TRACKING_ORG_RATE_LIMIT: 'off' }).trackingLimits).to.deep.equal({
       ip: { limit: 100, windowMs: 1000 },
       org: undefined,
       identify: { limit: 60, windowMs: 60_000 },
+      identifyNetwork: { limit: 600, windowMs: 60_000 },
     });
     expect(loadConfig({ TRACKING_IP_RATE_LIMIT: '10/1s' }).trackingLimits.ip).to.deep.equal({ limit: 10, windowMs: 1000 });
     expect(loadConfig({ LOGIN_ADDRESS_RATE_LIMIT: '3/1m' }).loginAddressRateLimit).to.deep.equal({ limit: 3, windowMs: 60_000 });

@@ -153,6 +153,12 @@ describe('documented error examples equal the server’s answers', function () {
     },
     'loginPlatformUser 401': () =>
       srv.api.post(`${p()}/users/login`, { email: account.email, password: 'not the password' }, { headers: { 'x-forwarded-for': uniqueIp() } }),
+    'changePassword 401 wrongPassword': () =>
+      srv.api.post(
+        `${p()}/users/password`,
+        { current_password: 'not the password', new_password: 'long enough 123' },
+        { token: account.token, headers: { 'x-forwarded-for': uniqueIp() } },
+      ),
     'registerClientUser 409 emailExists': async () => {
       const first = await newMerchant(srv, account);
       return srv.api.post(`${p()}/users/register`, { email: first.user.email, domain: `${unique('d')}.example` }, { token: account.token });

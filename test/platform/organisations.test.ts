@@ -21,6 +21,7 @@ describe('organisation reads', () => {
     identity_verification: 'optional',
     allowed_domains: [domain],
     enforce_origin: false,
+    export_unverified: true,
     identity_secret: body.identity_secret,
     honor_gpc: true,
     visitor_retention_days: null,

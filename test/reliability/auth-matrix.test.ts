@@ -121,6 +121,8 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
       if (op.operationId === 'patchIntegration') body = { data: { do_events: true } };
       // the generator does not keep to maxProperties: one identifier, the tenant's visitor
       if (op.operationId === 'createPrivacyRequest') body = { type: 'export', subject: { core_id: t.coreId } };
+      // a wrong current password: past authentication, changes nothing (the victim's own call below sends the right one)
+      if (op.operationId === 'changePassword') body = { current_password: 'not the password of anyone', new_password: 'a new passphrase 2026' };
     }
     return { path: query.length ? `${path}?${query.join('&')}` : path, body };
   }
@@ -208,10 +210,14 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
   }
 
   it('lets the victim’s own token through on every one of them (so the refusals above were about the credential)', async () => {
-    // destructive operations last
-    const order = [...bearerOps].sort((a, b) => Number(a.method === 'DELETE') - Number(b.method === 'DELETE'));
+    // destructive operations last, and the password change (which revokes the token it was made with) at the very end
+    const rank = (op: ContractOperation) => (op.operationId === 'changePassword' ? 2 : op.method === 'DELETE' ? 1 : 0);
+    const order = [...bearerOps].sort((a, b) => rank(a) - rank(b));
     for (const op of order) {
-      const { path, body } = requestFor(op, victim);
+      const request = requestFor(op, victim);
+      const { path } = request;
+      const body =
+        op.operationId === 'changePassword' ? { current_password: victim.account.password, new_password: 'a new passphrase 2026' } : request.body;
       const r = await srv.api.request(op.method, path, { body, token: victim.account.token });
       figures.requests++;
       // a retry of a delivery that is still pending is 409: past authentication and the tenant check

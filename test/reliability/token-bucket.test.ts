@@ -60,7 +60,7 @@ describe('token bucket and client addresses', () => {
     const refused: RefusalReason[] = [];
     const limits = createTrafficLimits(
       'tracking',
-      { ip: { limit: 5, windowMs: 60_000 }, org: undefined, identify: undefined },
+      { ip: { limit: 5, windowMs: 60_000 }, org: undefined, identify: undefined, identifyNetwork: undefined },
       (r) => refused.push(r),
       () => now,
     );

@@ -148,6 +148,7 @@ export function exportedBody(orgId: number, contact = 'a@b.co', event: TrackedEv
     at: new Date(),
     event,
     eventId: 1,
+    verified: true,
     visitor: { coreId: 'c-1', roamingId: 'r-1', corexId: null },
     properties:
       event === 'productview'

@@ -12,7 +12,7 @@ import { type Account, newAccount, newMerchant, newWebhook, unique } from '../pl
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 
-const policy = { identityVerification: 'optional' as const, allowsUrl: () => true, suppressing: false };
+const policy = { identityVerification: 'optional' as const, exportUnverified: true, allowsUrl: () => true, suppressing: false };
 
 function event(orgId: number, coreId: string, over: Partial<EventItem> = {}): EventItem {
   return {

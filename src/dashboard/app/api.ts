@@ -41,6 +41,15 @@ export function onSessionExpired(fn: (was: Session) => void): void {
 }
 
 const isLogin = (schemaPath: string) => schemaPath.endsWith('/users/login');
+/** a 401 of the password change may be a wrong current password (4011): the page decides (expireSession) */
+const checksPassword = (schemaPath: string) => schemaPath.endsWith('/users/password');
+
+/** The session is no longer valid: back to sign-in. */
+export function expireSession(): void {
+  const s = loadSession();
+  clearSession();
+  if (s) expired?.(s);
+}
 
 api.use({
   onRequest({ request, schemaPath }) {
@@ -50,7 +59,7 @@ api.use({
   },
   onResponse({ response, schemaPath }) {
     const s = loadSession();
-    if (response.status === 401 && !isLogin(schemaPath) && s) {
+    if (response.status === 401 && !isLogin(schemaPath) && !checksPassword(schemaPath) && s) {
       clearSession();
       expired?.(s);
     }
@@ -66,6 +75,8 @@ export class ApiFailure extends Error {
     readonly errors: { path: string; message: string }[] = [],
     /** seconds, from a 429's or 503's Retry-After */
     readonly retryAfter?: number,
+    /** the platform API's `code` (4010, 4011, …) when it sent one */
+    readonly code?: number,
   ) {
     super(message);
   }
@@ -80,7 +91,7 @@ export async function call<T>(request: Promise<{ data?: T; error?: unknown; resp
     throw new ApiFailure(0, 'The server could not be reached. Check the connection and try again.');
   }
   if (!r.response.ok) {
-    const body = r.error as { message?: unknown; errors?: unknown } | undefined;
+    const body = r.error as { message?: unknown; errors?: unknown; code?: unknown } | undefined;
     const message = typeof body?.message === 'string' ? body.message : `The request failed (HTTP ${r.response.status}).`;
     const retryAfter = Number(r.response.headers.get('Retry-After') ?? NaN);
     throw new ApiFailure(
@@ -88,6 +99,7 @@ export async function call<T>(request: Promise<{ data?: T; error?: unknown; resp
       message,
       Array.isArray(body?.errors) ? (body.errors as { path: string; message: string }[]) : [],
       Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : undefined,
+      typeof body?.code === 'number' ? body.code : undefined,
     );
   }
   return r.data as T;

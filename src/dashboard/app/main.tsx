@@ -1,7 +1,7 @@
 // The dashboard: sign-in, then the platform's organisations and, per
 // organisation, its overview, integrations, deliveries, visitors (each with
 // its timeline), events, privacy (requests, suppression list, privacy
-// settings) and trust settings.
+// settings) and trust settings; and the signed-in account's password change.
 import { type JSX, render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { clearSession, loadSession, onSessionExpired, type Session, saveSession } from './api.ts';
@@ -10,6 +10,7 @@ import { Events } from './events.tsx';
 import { Integrations } from './integrations.tsx';
 import { OrganisationFrame, Overview } from './organisation.tsx';
 import { Organisations } from './organisations.tsx';
+import { ChangePassword } from './password.tsx';
 import { Privacy } from './privacy.tsx';
 import { BASE, Link, match, navigate, useLocation } from './router.ts';
 import { Settings } from './settings.tsx';
@@ -19,6 +20,7 @@ import { Visitor, Visitors } from './visitors.tsx';
 function Page({ url }: { url: URL }) {
   const path = url.pathname;
   if (match(BASE, path) || match(`${BASE}/organisations`, path)) return <Organisations url={url} />;
+  if (match(`${BASE}/password`, path)) return <ChangePassword />;
   const tabs: [string, (id: number, p: Record<string, string>) => JSX.Element][] = [
     [`${BASE}/organisations/:id`, (id) => <Overview orgId={id} />],
     [`${BASE}/organisations/:id/integrations`, (id) => <Integrations orgId={id} />],
@@ -112,6 +114,9 @@ function App() {
         <span class="who" title={session.email}>
           <span class="platform">{session.platform}</span> <span class="email">{session.email}</span>
         </span>
+        <Link href={`${BASE}/password`} class="small" aria-current={url.pathname === `${BASE}/password` ? 'page' : undefined}>
+          Change password
+        </Link>
         <button type="button" class="secondary small" onClick={signOut}>
           Sign out
         </button>

@@ -135,6 +135,7 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
   const [mode, setMode] = useState(org.identity_verification);
   const [domains, setDomains] = useState(org.allowed_domains.join('\n'));
   const [enforce, setEnforce] = useState(org.enforce_origin);
+  const [exportUnverified, setExportUnverified] = useState(org.export_unverified);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string[] | null>(null);
 
@@ -146,6 +147,7 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
       setMode(o.identity_verification);
       setDomains(o.allowed_domains.join('\n'));
       setEnforce(o.enforce_origin);
+      setExportUnverified(o.export_unverified);
       onSaved(o, done);
     } catch (err) {
       setError(err instanceof ApiFailure ? problems(err, lines(domains)) : [String(err)]);
@@ -159,6 +161,7 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
     const body: Schemas['OrganisationSettingsRequest'] = {};
     if (mode !== org.identity_verification) body.identity_verification = mode;
     if (enforce !== org.enforce_origin) body.enforce_origin = enforce;
+    if (exportUnverified !== org.export_unverified) body.export_unverified = exportUnverified;
     const list = lines(domains);
     if (!same(list, org.allowed_domains)) body.allowed_domains = list;
     if (Object.keys(body).length === 0) {
@@ -184,6 +187,14 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
         Optional: identify calls work without a hash; those with a valid one are marked verified. Required: an identify without a valid hash is
         refused and stores nothing, and visitors are joined only through verified emails and phones. Switch once your shop sends the hash for every
         signed-in customer.
+      </p>
+      <label class="check">
+        <input type="checkbox" checked={exportUnverified} onChange={(e) => setExportUnverified(e.currentTarget.checked)} /> Export activity of
+        unverified visitors
+      </label>
+      <p class="help">
+        Event exports say whether the visitor's link to the contact is verified. Turn this off to send only verified ones: what an unverified visitor
+        does (a cart, an order id, a category, all text its browser chose) then never reaches your webhooks.
       </p>
 
       <h2>Allowed domains</h2>

@@ -54,6 +54,8 @@ export interface EventExportInput {
   event: TrackedEventName;
   /** the stored event's id (events.id) */
   eventId: number;
+  /** the contact's link to the visitor is verified (a valid hash made or confirmed it) */
+  verified: boolean;
   visitor: VisitorIds;
   /** the event's body as the tracker sent it (validated against its schema on the way in) */
   properties: Record<string, unknown>;
@@ -73,6 +75,7 @@ export function eventExportedPayload(input: EventExportInput): EventExported {
     occurred_at: input.at.toISOString(),
     source_event: input.event,
     visitor: visitorView(input.visitor),
+    verified: input.verified,
     properties: exportProperties(input.properties, input.allowsUrl),
   };
 }
