@@ -1,4 +1,4 @@
-// The durable limit (DESIGN.md §5): the least a server can do and still
+// The durable limit (docs/design.md "Quality bars"): the least a server can do and still
 // acknowledge an event only once it is durable. node:http with keep-alive,
 // the JSON body parsed, one row per request group-committed into one table
 // (primary key only) on the service's own PostgreSQL, 202 after COMMIT.

@@ -1,5 +1,5 @@
 // `npm run bench [-- options]`: Trackway against the limits of this machine,
-// measured in one run (DESIGN.md §5, BENCHMARKS.md "Method").
+// measured in one run (docs/design.md "Quality bars", BENCHMARKS.md "Method").
 //
 // Three servers, each a child process on 127.0.0.1, on the same PostgreSQL:
 //   service  `trackway serve` (serviceCommand() in bench-servers.ts decides how)

@@ -1,4 +1,4 @@
-// Error envelopes: one shape per area, fixed by interface.md and DESIGN.md.
+// Error envelopes: one shape per area, fixed by the contract (openapi/) and docs/design.md.
 // Services throw ApiError (built by the factories below); one renderer in the
 // Koa app writes it. Anything else becomes a 500 in the area's shape that
 // carries only the request id.

@@ -1,4 +1,4 @@
-// Contact values as stored and compared (DESIGN.md "Identity"), and as the
+// Contact values as stored and compared (docs/design.md "Identity"), and as the
 // identity-verification hash covers them (verification.ts).
 
 export type ContactType = 'EMAIL' | 'PHONE';

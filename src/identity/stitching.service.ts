@@ -5,7 +5,7 @@
 // known contact joins). One Stitching per batch; the ingest batch calls it and
 // owns the transaction.
 //
-// Trust (DESIGN.md §6): a product or cart URL outside the organisation's
+// Trust (docs/design.md "Trust"): a product or cart URL outside the organisation's
 // allowed domains is kept in its event only, never in the profile or the
 // product catalogue; under identity_verification `required` persons are
 // joined only through verified contacts (no corex_id stitching: the browser

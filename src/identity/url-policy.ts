@@ -1,4 +1,4 @@
-// Which hosts an organisation's URLs may come from (DESIGN.md §6 "Trust"):
+// Which hosts an organisation's URLs may come from (docs/design.md "Trust"):
 // `allowed_domains`, by default the organisation's own domain. A product or
 // cart URL outside them is stored with its event but never reaches a
 // notification or a visitor read; with `enforce_origin`, a tracking request

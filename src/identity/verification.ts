@@ -1,4 +1,4 @@
-// Identity verification (DESIGN.md §6 "Trust", like Intercom's): the shop's
+// Identity verification (docs/design.md "Trust", like Intercom's): the shop's
 // server computes `hash` = lower-case hex HMAC-SHA256 of the normalised email
 // (or, with no email, the normalised phone), keyed with the organisation's
 // identity secret: its 64 characters as shown, used as the key bytes as they

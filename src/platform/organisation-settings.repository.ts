@@ -1,4 +1,4 @@
-// The trust settings of organisations (DESIGN.md §6 "Trust"): Kysely only.
+// The trust settings of organisations (docs/design.md "Trust"): Kysely only.
 // allowed_domains NULL means the default (the organisation's domain_key);
 // identity_secret_enc is sealed by the caller with the server's Cipher.
 import { type Transaction, sql } from 'kysely';

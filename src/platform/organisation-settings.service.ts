@@ -1,4 +1,4 @@
-// An organisation's trust settings (DESIGN.md §6 "Trust") and privacy
+// An organisation's trust settings (docs/design.md "Trust") and privacy
 // settings (README "Privacy": honor_gpc, visitor_retention_days): how they
 // read (OrganisationDetail), updateOrganisationSettings and
 // rotateIdentitySecret.

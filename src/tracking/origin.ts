@@ -1,4 +1,4 @@
-// enforce_origin (DESIGN.md §6 "Trust"): a tracking request must come from
+// enforce_origin (docs/design.md "Trust"): a tracking request must come from
 // one of the organisation's allowed domains, by its Origin header or, when
 // it has none (an image pixel, a same-origin GET), the host of its Referer.
 // A request with neither, or with `Origin: null` (sandboxed frames, file:),

@@ -8,7 +8,7 @@ import { readPrebuiltTracker } from '../http/prebuilt-assets.ts';
 import { COMPILED, PACKAGE_VERSION, projectPath } from '../project.ts';
 
 export const TRACKER_SOURCE = projectPath('src', 'tracking', 'tracker', 'tracker.ts');
-/** The limit DESIGN.md sets for the served script, gzipped. */
+/** The limit docs/design.md ("Browser tracker") sets for the served script, gzipped. */
 export const TRACKER_GZIP_LIMIT = 2048;
 
 export interface TrackerBundle {

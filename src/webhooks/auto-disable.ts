@@ -1,4 +1,4 @@
-// Auto-disable (DESIGN.md §6 "Trust"): an endpoint that has failed every
+// Auto-disable (docs/design.md "Trust"): an endpoint that has failed every
 // attempt for WEBHOOK_DISABLE_AFTER (5 days by default, as Svix does) is
 // disabled: its integration becomes inactive exactly as a deactivation
 // through the API does (pending deliveries cancelled, retryable once it is

@@ -1,4 +1,4 @@
-// The circuit breaker of an endpoint (DESIGN.md §6 "Trust"): one per
+// The circuit breaker of an endpoint (docs/design.md "Trust"): one per
 // integration, its state in webhook_endpoint_health so that every dispatcher
 // process shares it. Closed: deliveries go out. After `threshold` failed
 // attempts in a row it opens: the integration's deliveries are not claimed

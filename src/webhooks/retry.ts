@@ -1,4 +1,4 @@
-// What happens after an attempt (DESIGN.md §4 "Outbound webhooks"): any 2xx
+// What happens after an attempt (docs/design.md "Outbound webhooks"): any 2xx
 // delivers; a timeout, a network error, 408, 409, 425, 429 and 5xx are
 // retried on the configured schedule (each step counted from the failure
 // before, ±10% jitter, never sooner than a Retry-After); anything else, a refused

@@ -17,7 +17,7 @@ describe('contract', () => {
     expect(await staleFiles()).to.deep.equal([]);
   });
 
-  it('covers every path of interface.md, the read endpoints and the webhooks', () => {
+  it('covers every path of the interface, the read endpoints and the webhooks', () => {
     const expected: [string, string][] = [
       ['POST', '/v1/rest/acme/users/login'],
       ['POST', '/v1/rest/acme/users/register'],

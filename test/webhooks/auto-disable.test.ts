@@ -1,4 +1,4 @@
-// Auto-disable (DESIGN.md §6 "Trust"): an endpoint failing for
+// Auto-disable (docs/design.md "Trust"): an endpoint failing for
 // WEBHOOK_DISABLE_AFTER is disabled with the reason shown, its pending
 // deliveries cancelled; activating it again clears it.
 import { expect } from 'chai';

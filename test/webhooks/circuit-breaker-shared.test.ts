@@ -1,5 +1,5 @@
-// The circuit breaker's state shared by every dispatcher process (DESIGN.md
-// §6 "Trust"): two dispatchers on one database both pause a failing endpoint,
+// The circuit breaker's state shared by every dispatcher process (docs/design.md
+// "Trust"): two dispatchers on one database both pause a failing endpoint,
 // and each cool-down lets exactly one probe through, whichever takes it.
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.ts';

@@ -1,4 +1,4 @@
-// The circuit breaker (DESIGN.md §6 "Trust"): an endpoint failing N times
+// The circuit breaker (docs/design.md "Trust"): an endpoint failing N times
 // in a row is paused (the API says so), gets no attempt while paused, keeps
 // every delivery pending with its attempt count, gets one probe after the
 // cool-down (and a longer pause when it fails), and recovers with everything

@@ -1,4 +1,4 @@
-// Trust (DESIGN.md §6 "Trust"): per-organisation settings and
+// Trust (docs/design.md "Trust"): per-organisation settings and
 // identity verification.
 // - organisations.allowed_domains: host names product and cart URLs (and,
 //   with enforce_origin, tracking requests) may come from; NULL means the

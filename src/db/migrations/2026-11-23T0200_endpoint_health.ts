@@ -1,4 +1,4 @@
-// Fair dispatch and the circuit breaker (DESIGN.md §6 "Trust").
+// Fair dispatch and the circuit breaker (docs/design.md "Trust").
 //
 // webhook_endpoint_health: the health of each integration's endpoint, shared
 // by every dispatcher process. A row exists only while the endpoint is

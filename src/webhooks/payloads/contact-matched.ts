@@ -1,4 +1,4 @@
-// The contact-match notification (interface.md §6.1): sent when an identify
+// The contact-match notification (the contract's `contactMatched` webhook, openapi/openapi.yaml): sent when an identify
 // links a visitor to a contact it was not linked to before. The interface's
 // fields are unchanged; verified, matched_at and visitor are added.
 import type { Schemas } from '../../http/types.ts';

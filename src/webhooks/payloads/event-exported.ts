@@ -1,4 +1,4 @@
-// The event-stream export (interface.md §6.2): one per event of a visitor that
+// The event-stream export (the contract's `eventExported` webhook, openapi/openapi.yaml): one per event of a visitor that
 // resolves to a contact, per contact. The interface's fields come first and
 // are unchanged; event_id, occurred_at, source_event, visitor and properties
 // are added (issue 15).
@@ -14,7 +14,7 @@ const URL_FIELDS = ['page', 'cart_url', 'checkout', 'checkout_url', 'product_url
 
 /**
  * The event's body for an export: as sent, but without URLs outside the
- * organisation's allowed domains (DESIGN.md §6: nothing a browser sends puts
+ * organisation's allowed domains (docs/design.md "Trust": nothing a browser sends puts
  * a URL from elsewhere into a notification). The event row keeps them.
  */
 export function exportProperties(body: Record<string, unknown>, allowsUrl: (url: string) => boolean): EventProperties {
@@ -35,7 +35,7 @@ export function exportProperties(body: Record<string, unknown>, allowsUrl: (url:
   return out;
 }
 
-/** DESIGN.md: updatecart → addtocart; view and productview → view; the rest keep their names. */
+/** docs/design.md ("Outbound webhooks"): updatecart → addtocart; view and productview → view; the rest keep their names. */
 const EXPORT_NAME: Record<TrackedEventName, EventExported['event']> = {
   view: 'view',
   productview: 'view',
