@@ -12,7 +12,7 @@ export interface RateLimit {
   windowMs: number;
 }
 
-/** Limits on /jsv1 and the learning endpoint (DESIGN §6 "Trust"); undefined = off. */
+/** Limits on /jsv1 and the learning endpoint (docs/design.md "Trust"); undefined = off. */
 export interface TrackingLimits {
   /** requests per client address (an IPv6 address counts by its /64) */
   ip: RateLimit | undefined;

@@ -1,4 +1,4 @@
-// Learning events (interface 4.7): the organisation comes from its token,
+// Learning events (`submitLearningEvent`): the organisation comes from its token,
 // defaults are applied, and the event is stored with the time received.
 // Platform users list them per organisation (newest first, cursor-paginated).
 import type { Deps } from '../deps.ts';

@@ -1,4 +1,4 @@
-// Self-service registration on the analytics host (interface 4.8): a user
+// Self-service registration on the analytics host (`registerAnalyticsUser`): a user
 // (password hashed with scrypt) and an organisation named `entity`, created in
 // one transaction by the same rule set as the platform API's registration, so
 // both share one email space and one domain space.

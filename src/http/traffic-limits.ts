@@ -1,4 +1,4 @@
-// Tracking limits (DESIGN §6 "Trust"; on by default, config.trackingLimits):
+// Tracking limits (docs/design.md "Trust"; on by default, config.trackingLimits):
 // token buckets (src/http/rate-limit.ts) per client address and, separately,
 // per organisation, on the tracking API and on the learning endpoint (one pair
 // of limiters for each); on /jsv1 also a tighter budget per client address

@@ -7,7 +7,7 @@ import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts'
 const micro = (column: 'organisations.created_at' | 'organisations.modified_at') =>
   sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')`;
 
-/** The columns of an `Organisation` (interface 2.2), plus `organisation_name`, the trust and the privacy settings. */
+/** The columns of an `Organisation` (the contract's `Organisation`), plus `organisation_name`, the trust and the privacy settings. */
 const ORGANISATION_COLUMNS = [
   'organisations.id',
   'organisations.token',

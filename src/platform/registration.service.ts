@@ -1,5 +1,5 @@
 // Creating a user together with a new organisation: the one rule set shared by
-// the platform API's registration (interface 4.2) and the analytics host's
+// the platform API's registration (`registerClientUser`) and the analytics host's
 // self-service registration (4.8). Both use one email space (users.email_key)
 // and one domain space (organisation_domains.domain_key); the unique keys decide
 // concurrent registrations, so exactly one of two racing requests wins and the

@@ -1,4 +1,4 @@
-// Platform login (interface 4.1) and client-user registration (4.2).
+// Platform login (`loginPlatformUser`) and client-user registration (`registerClientUser`).
 import type { Deps } from '../deps.ts';
 import { areaError, platformError } from '../http/errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';

@@ -1,5 +1,5 @@
-// Interface 4.7 (submit a learning event), §5 (org_token), §7 (5104) and
-// DESIGN "Analytics host"; plus the platform read GET .../learn-events.
+// submitLearningEvent (the organisation's org_token, error 5104) and
+// docs/design.md "Analytics host"; plus the platform read GET .../learn-events.
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, type Merchant, newAccount, newMerchant } from '../platform/helpers.ts';
@@ -7,7 +7,7 @@ import { UNKNOWN_TOKEN, learn } from './helpers.ts';
 import { errorBody } from '../support/client.ts';
 import { expectInvalid } from '../support/expect.ts';
 
-describe('learning events (interface 4.7)', () => {
+describe('learning events (submitLearningEvent)', () => {
   let srv: TestServer;
   let acme: Account;
 

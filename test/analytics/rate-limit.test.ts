@@ -1,4 +1,4 @@
-// DESIGN "Limits": analytics registrations are limited per client IP (20 per
+// docs/design.md "Limits": analytics registrations are limited per client IP (20 per
 // hour by default, REGISTRATION_RATE_LIMIT), answered 429 {status: error,
 // message} with Retry-After. The limiter itself (src/http/rate-limit.ts) is
 // tested on a fake clock, so nothing here depends on timing.

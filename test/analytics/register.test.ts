@@ -1,5 +1,5 @@
-// Interface 4.8 (register a user and an organisation on the analytics host),
-// §5 (token query parameter), §7 (400 messages) and DESIGN "Analytics host":
+// registerAnalyticsUser (a user and an organisation on the analytics host),
+// its token query parameter and its 400 messages and docs/design.md "Analytics host":
 // 401 for a wrong or missing token, 403 when disabled, one email space and one
 // domain space with the platform API, the new organisation's token working for
 // learning events.
@@ -15,7 +15,7 @@ const SUCCESS = { status: 'success', message: 'Registration successful' };
 const ORG_EXISTS = { status: 'error', message: 'Org already exists' };
 const alreadyRegistered = (email: string) => ({ status: 'error', message: `${email} already registered! Please sign in to continue.` });
 
-describe('analytics registration (interface 4.8)', () => {
+describe('analytics registration (registerAnalyticsUser)', () => {
   let srv: TestServer;
   let acme: Account;
 

@@ -1,4 +1,4 @@
-// Interface 4.1 (login), §5 bearer authentication, §7 (4011), and DESIGN's
+// loginPlatformUser, bearer authentication, error 4011, and docs/design.md's
 // "a platform account belongs to one platform" and token rules.
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
@@ -16,7 +16,7 @@ function b64url(s: string): string {
   return Buffer.from(s, 'utf8').toString('base64url');
 }
 
-describe('platform login (interface 4.1) and bearer tokens', () => {
+describe('platform login (loginPlatformUser) and bearer tokens', () => {
   let srv: TestServer;
   let acme: Account;
 

@@ -1,4 +1,4 @@
-// DESIGN's organisation reads for the dashboard: GET .../organisations
+// docs/design.md's organisation reads for the dashboard: GET .../organisations
 // (newest first, cursor-paginated, `q` on the domain) and .../organisations/{org_id},
 // limited to the organisations assigned to the caller.
 import { expect } from 'chai';

@@ -1,4 +1,4 @@
-// DESIGN "Limits": failed logins are limited
+// docs/design.md "Limits": failed logins are limited
 // per (email, client address) and per client address (429/4290 with
 // Retry-After until the window passes), never per email alone; successful
 // logins are not counted. A dedicated server with LOGIN_RATE_LIMIT=3/1m and

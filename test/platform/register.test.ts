@@ -1,5 +1,5 @@
-// Interface 4.2 (register a user, creating an organisation), 2.1, 2.2, §7
-// (4009, 40010) and DESIGN's registration rules.
+// registerClientUser (register a user, creating an organisation), its error
+// codes (4009, 40010) and docs/design.md's registration rules ("Platform API").
 import { expect } from 'chai';
 import { hashPassword } from '../../src/platform/passwords.ts';
 import {
@@ -17,7 +17,7 @@ const MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$/;
 const EMAIL_TAKEN = { code: 4009, message: 'Email Already exists' };
 const DOMAIN_TAKEN = { code: 40010, message: 'Organisation Exists. Cannot assign existing Organisations.' };
 
-describe('register a client user (interface 4.2)', () => {
+describe('register a client user (registerClientUser)', () => {
   let srv: TestServer;
   let acme: Account;
 

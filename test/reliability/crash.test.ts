@@ -1,5 +1,5 @@
 // kill -9 of `trackway serve` under a steady event load with identified
-// visitors, then a restart on the same database (DESIGN §5 Reliability):
+// visitors, then a restart on the same database (docs/design.md "Quality bars"):
 // every event that got a 2xx is stored, and every delivery it caused (one
 // contact match per visitor, one event export per stored event) reaches the
 // receiver at least once; a delivery seen twice comes with the same

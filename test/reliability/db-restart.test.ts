@@ -1,4 +1,4 @@
-// PostgreSQL stopped and started again under load (DESIGN §5 Reliability),
+// PostgreSQL stopped and started again under load (docs/design.md "Quality bars"),
 // on an embedded cluster of this test's own: once with a fast shutdown
 // (sessions get 57P01) and once with an immediate one (crash recovery from
 // the WAL on start). During each outage every request is answered 503 with

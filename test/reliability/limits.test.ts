@@ -1,4 +1,4 @@
-// Limits (DESIGN §4, §6): TRACKING_RATE_LIMIT per client IP and per organisation
+// Limits (docs/design.md "Limits" and "Trust"): TRACKING_RATE_LIMIT per client IP and per organisation
 // on /jsv1 and the learning endpoint (on by default), request size limits
 // for every area (Content-Length and chunked), and slow clients cut off by
 // HTTP_HEADERS_TIMEOUT / HTTP_REQUEST_TIMEOUT without holding the server.
