@@ -5,7 +5,7 @@
 // `trackway_integrations` NOTIFY channel), and entries expire after a few
 // seconds as a fallback.
 import type { Database } from '../db/database.ts';
-import { listActiveTargets } from '../platform/integrations.repository.ts';
+import { listActiveTargets } from './integrations.repository.ts';
 
 export { announceIntegrationChange, INTEGRATIONS_CHANNEL } from './targets.repository.ts';
 
