@@ -7,7 +7,8 @@
 import type { Database } from '../db/database.ts';
 import { listActiveTargets } from './integrations.repository.ts';
 
-export { announceIntegrationChange, INTEGRATIONS_CHANNEL } from './targets.repository.ts';
+export { announceIntegrationChange } from './targets.repository.ts';
+export { INTEGRATIONS_CHANNEL } from '../db/notifications.ts';
 
 export interface Target {
   id: number;
