@@ -9,8 +9,8 @@
 //    EXPOSED below; never through a repository, a handler or a helper.
 // 3. http/: an area imports from src/http/ only the kit (HTTP_KIT: error
 //    bodies, pagination, contract types, validation); the transport (app,
-//    router, registry, fast path) reaches the areas, never the other way.
-//    The kit imports no area and no transport module.
+//    router, registry, fast path) reaches the areas, only through
+//    registry.ts, never the other way. The kit imports no transport module.
 // 4. Inside an area, only services and workers call its repositories
 //    (`*.service.ts`, `*.worker.ts`, and the files in SERVICE_ROLE, which are
 //    services or workers by role but not yet by name); handlers, CLIs,
@@ -101,10 +101,15 @@ function zones(pendingImports = []) {
       message: 'An area imports only the kit of src/http/ (eslint.boundaries.js HTTP_KIT), never its transport.',
     },
     {
+      target: 'src/http/!(registry).ts',
+      from: AREAS.map((a) => `src/${a}/**`),
+      message: 'src/http/ reaches the areas only through registry.ts.',
+    },
+    {
       target: under('src/http', HTTP_KIT).map((g) => g.replace('**/', '')),
-      from: [...AREAS.map((a) => `src/${a}/**`), 'src/http/**'],
+      from: ['src/http/**'],
       except: under('src/http', HTTP_KIT),
-      message: 'The http kit imports no area and no transport module.',
+      message: 'The http kit imports no transport module.',
     },
     {
       target: 'src/db/**',

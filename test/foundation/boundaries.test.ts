@@ -60,6 +60,12 @@ const PLANTS: Plant[] = [
     expected: [PATHS_RULE],
   },
   {
+    // the http transport reaching an area elsewhere than through registry.ts
+    file: 'src/http/{tag}.ts',
+    code: "import { usersHandlers } from '../platform/users.handlers.ts';\nexport const probe = usersHandlers;\n",
+    expected: [PATHS_RULE],
+  },
+  {
     // src/db/ reaching up into an area
     file: 'src/db/{tag}.ts',
     code: "import { userView } from '../platform/users.service.ts';\nexport const probe = userView;\n",
@@ -88,7 +94,7 @@ describe('area boundaries (eslint.boundaries.js)', function () {
   // a type-aware lint of the planted files builds the TypeScript program once
   this.timeout(300_000);
 
-  it('refuses SQL outside repositories, repositories outside services, another area but through its services, and the http transport', async () => {
+  it('refuses SQL outside repositories, repositories outside services, another area but through its services, the http transport from an area, an area from http but through the registry', async () => {
     const tag = `boundary-probe-${process.pid}`;
     const files = PLANTS.map((p) => path.join(ROOT, p.file.replace('{tag}', tag)));
     try {
