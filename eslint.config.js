@@ -1,9 +1,11 @@
 // ESLint 9 flat config: typescript-eslint's type-aware recommended rules (a
 // few turned off below, each with its reason), an import-cycle check, and
-// prettier for layout (npm run lint runs both).
+// prettier for layout (npm run lint runs both), and the boundaries between
+// the areas of src/ (eslint.boundaries.js).
 import js from '@eslint/js';
 import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+import { boundaries } from './eslint.boundaries.js';
 
 export default tseslint.config(
   { ignores: ['dist/', 'generated/', 'node_modules/', 'test-artifacts/', '**/*.d.ts'] },
@@ -44,6 +46,7 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
     },
   },
+  ...boundaries(import.meta.dirname),
   {
     files: ['test/**/*.ts'],
     rules: {

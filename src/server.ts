@@ -29,6 +29,7 @@ import { loadGeoLocator } from './tracking/geo.ts';
 import { createIngestor } from './tracking/ingest.ts';
 import { fastTrackingHandlers } from './tracking/fast-ingest.ts';
 import { SubjectHasher } from './privacy/subject-hash.ts';
+import { suppressionCheck } from './privacy/suppression.service.ts';
 import { PrivacyRunner, type PrivacyRunnerOptions } from './privacy/runner.ts';
 
 export interface ServeOptions {
@@ -63,7 +64,7 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   await sealSecretsAtRest(db, cipher, log);
   const tokens = new Tokens(await loadJwtSecret(config.jwtSecret, db, cipher), config.jwtTtlSeconds);
   const targets = createTargetCache(db);
-  const organisations = createOrganisationDirectory(db, cipher);
+  const organisations = createOrganisationDirectory(db, cipher, suppressionCheck(db));
   const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
   const subjects = new SubjectHasher(cipher);
   const ingest = createIngestor({ db, log, metrics, targets, subjects });

@@ -52,9 +52,6 @@ export interface MetricsResult {
   error?: string;
 }
 
-export type WorkerMessage = HelloMessage | ReadyMessage | MetricsRequest | MetricsPart;
-export type PrimaryMessage = StartMessage | MetricsCollect | MetricsResult;
-
 export function isMessage<T extends { type: string }>(m: unknown, type: T['type']): m is T {
   return typeof m === 'object' && m !== null && (m as { type?: unknown }).type === type;
 }

@@ -10,11 +10,10 @@
 // of the app (no geo data, no pool while serving): it stays small, and an
 // app bug cannot take it, and with it every worker, down.
 import cluster, { type Worker } from 'node:cluster';
-import { sql } from 'kysely';
 import { bannerBase, listenAddress, printBanner } from '../banner.ts';
 import type { Config } from '../config.ts';
 import { locateDatabase } from '../db/connect.ts';
-import { createDb, migrate } from '../db/database.ts';
+import { createDb, maxConnections, migrate } from '../db/database.ts';
 import type { Logger } from '../log.ts';
 import { ensurePlatformAccount } from '../platform/accounts.service.ts';
 import { sealSecretsAtRest } from '../platform/sealing.service.ts';
@@ -66,8 +65,7 @@ async function prepare(config: Config, log: Logger, url: string, workers: number
       const made = await ensurePlatformAccount({ db: handle.db, config }, { ...config.bootstrap, name: '' });
       if (made.created) log.info({ platform: config.bootstrap.platform, email: config.bootstrap.email }, 'created the bootstrap platform account');
     }
-    const { rows } = await sql<{ max_connections: string }>`SHOW max_connections`.execute(handle.db);
-    return workerPoolSize(Number(rows[0]?.max_connections), workers);
+    return workerPoolSize(await maxConnections(handle.db), workers);
   } finally {
     await handle.close();
   }

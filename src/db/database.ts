@@ -106,3 +106,9 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
 export async function pingDatabase(db: Database): Promise<void> {
   await sql`SELECT 1`.execute(db);
 }
+
+/** The server's max_connections: what the cluster's pools are sized from. */
+export async function maxConnections(db: Database): Promise<number> {
+  const { rows } = await sql<{ max_connections: string }>`SHOW max_connections`.execute(db);
+  return Number(rows[0]?.max_connections);
+}

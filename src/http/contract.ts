@@ -15,28 +15,12 @@ export interface ContractDocument {
   [key: string]: unknown;
 }
 
-let cached: { doc: ContractDocument; json: string; yaml: string } | undefined;
-
-function load() {
-  if (!cached) {
-    const json = readFileSync(CONTRACT_PATH, 'utf8');
-    const doc = JSON.parse(json) as ContractDocument;
-    cached = { doc, json, yaml: YAML.stringify(doc, { aliasDuplicateObjects: false }) };
-  }
-  return cached;
-}
+let cached: string | undefined;
 
 /** A fresh deep copy: openapi-backend dereferences the document it is given in place. */
 export function contractDocument(): ContractDocument {
-  return JSON.parse(load().json) as ContractDocument;
-}
-
-export function contractJson(): string {
-  return load().json;
-}
-
-export function contractYaml(): string {
-  return load().yaml;
+  cached ??= readFileSync(CONTRACT_PATH, 'utf8');
+  return JSON.parse(cached) as ContractDocument;
 }
 
 const served = new Map<string, { json: string; yaml: string }>();

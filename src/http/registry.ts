@@ -9,6 +9,7 @@ import { eventReadHandlers } from '../tracking/events.handlers.ts';
 import { visitorHandlers } from '../identity/visitors.handlers.ts';
 import { platformHandlers } from '../platform/handlers.ts';
 import { deliveriesHandlers } from '../webhooks/deliveries.handlers.ts';
+import { integrationsHandlers } from '../webhooks/integrations.handlers.ts';
 import { trackerHandlers } from '../tracking/tracker.handlers.ts';
 import { statsHandlers } from '../tracking/stats.handlers.ts';
 import { analyticsHandlers } from '../analytics/handlers.ts';
@@ -23,6 +24,7 @@ export function handlers(deps: Deps): HandlerMap {
     ...visitorHandlers(deps),
     ...platformHandlers(deps),
     ...deliveriesHandlers(deps),
+    ...integrationsHandlers(deps),
     ...trackerHandlers(deps),
     ...analyticsHandlers(deps),
     ...statsHandlers(deps),

@@ -6,7 +6,9 @@
 // lives 5 s (unknown ids too, so a flood of calls for a bogus id reaches the
 // database at most once per interval); a change drops it at once in this
 // process (invalidate) and, through the `trackway_organisations` NOTIFY
-// channel (src/webhooks/runtime.ts), in every other one.
+// channel (src/webhooks/runtime.ts), in every other one. Whether the
+// organisation suppresses anyone is privacy's to say (its table): the
+// directory is given that check (src/privacy/suppression.service.ts).
 import type { Database } from '../db/database.ts';
 import { defaultAllowedDomains, hostAllowed, urlMatcher } from '../identity/url-policy.ts';
 import { findPolicyRow, type PolicyRow } from './organisation-settings.repository.ts';
@@ -51,7 +53,10 @@ export function effectiveAllowedDomains(row: Pick<PolicyRow, 'allowed_domains' |
   return row.allowed_domains && row.allowed_domains.length > 0 ? row.allowed_domains : defaultAllowedDomains(row.domain_key);
 }
 
-export function policyOf(row: PolicyRow, cipher: Cipher): OrganisationPolicy {
+/** Whether an organisation's suppression list holds anything (privacy's answer). */
+export type SuppressionCheck = (orgId: number) => Promise<boolean>;
+
+export function policyOf(row: PolicyRow, suppressing: boolean, cipher: Cipher): OrganisationPolicy {
   const allowedDomains = effectiveAllowedDomains(row);
   let identitySecret: string | null = null;
   if (row.identity_secret_enc) {
@@ -72,13 +77,13 @@ export function policyOf(row: PolicyRow, cipher: Cipher): OrganisationPolicy {
     exportUnverified: row.export_unverified,
     identitySecret,
     honorGpc: row.honor_gpc,
-    suppressing: row.suppressing,
+    suppressing,
     allowsUrl,
     allowsHost: (host) => hostAllowed(host, allowedDomains),
   };
 }
 
-export function createOrganisationDirectory(db: Database, cipher: Cipher, ttlMs = 5_000): OrganisationDirectory {
+export function createOrganisationDirectory(db: Database, cipher: Cipher, suppressing: SuppressionCheck, ttlMs = 5_000): OrganisationDirectory {
   const entries = new Map<number, { until: number; policy: Promise<OrganisationPolicy | undefined> }>();
   const policy = (orgId: number) => {
     const now = Date.now();
@@ -87,7 +92,8 @@ export function createOrganisationDirectory(db: Database, cipher: Cipher, ttlMs 
     if (entries.size > 100_000) entries.clear(); // bound memory under id scans
     const entry = {
       until: now + ttlMs,
-      policy: findPolicyRow(db, orgId).then((row) => (row ? policyOf(row, cipher) : undefined)),
+      // two statements at once, each naming the organisation (one shard each under Citus)
+      policy: Promise.all([findPolicyRow(db, orgId), suppressing(orgId)]).then(([row, s]) => (row ? policyOf(row, s, cipher) : undefined)),
     };
     entry.policy.catch(() => {
       if (entries.get(orgId) === entry) entries.delete(orgId);

@@ -4,10 +4,8 @@
 import { type Transaction, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { ALL_ORGANISATIONS } from '../db/database.ts';
+import { ORGANISATIONS_CHANNEL } from '../db/notifications.ts';
 import { type Executor } from '../db/tenancy.ts';
-
-/** Tells every process (after commit) that this organisation's settings changed. */
-export const ORGANISATIONS_CHANNEL = 'trackway_organisations';
 
 export interface PolicyRow {
   id: number;
@@ -19,15 +17,9 @@ export interface PolicyRow {
   export_unverified: boolean;
   identity_secret_enc: string | null;
   honor_gpc: boolean;
-  /** the organisation's suppression list is not empty (src/privacy/suppression.repository.ts) */
-  suppressing: boolean;
 }
 
-/**
- * What the tracking hot path needs of an organisation (read through a cache),
- * and whether its suppression list holds anything (so that an organisation
- * without one costs its identifies no lookup).
- */
+/** What the tracking hot path needs of an organisation (read through a cache, src/platform/organisation-directory.ts). */
 export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | undefined> {
   return db
     .selectFrom('organisations')
@@ -42,17 +34,6 @@ export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | 
       'identity_secret_enc',
       'honor_gpc',
     ])
-    .select(({ exists, selectFrom }) =>
-      // correlated by the distribution column and named: one shard under Citus
-      exists(
-        selectFrom('privacy_suppressions')
-          .select('privacy_suppressions.org_id')
-          .whereRef('privacy_suppressions.org_id', '=', 'organisations.id')
-          .where('privacy_suppressions.org_id', '=', orgId),
-      )
-        .$castTo<boolean>()
-        .as('suppressing'),
-    )
     .where('id', '=', orgId)
     .executeTakeFirst();
 }

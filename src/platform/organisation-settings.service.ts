@@ -22,6 +22,9 @@ import {
 import type { OrganisationRow } from './organisations.repository.ts';
 import type { Cipher } from './secrets.ts';
 
+// for privacy: a change of the suppression list drops the cached policy like a settings change; retention runs per organisation
+export { announceOrganisationChange, organisationsWithRetention } from './organisation-settings.repository.ts';
+
 type SettingsDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
 export type TrustSettings = Pick<
   Schemas['OrganisationDetail'],

@@ -24,9 +24,16 @@
 import type { Database } from '../db/database.ts';
 import type { PrivacyCounts } from '../db/schema.ts';
 import type { Tx } from '../db/tenancy.ts';
-import { contactsOfPersons, visitorsOfPersons } from '../identity/person-data.repository.ts';
-import { deleteContactsOfPersons, deletePersons, deleteVisitors, forgetProductUrls, lockVisitors } from '../identity/person-erasure.repository.ts';
-import { deleteEventsOfVisitors, productSightingsOfVisitors } from '../tracking/visitor-events.repository.ts';
+import {
+  contactsOfPersons,
+  deleteContactsOfPersons,
+  deletePersons,
+  deleteVisitors,
+  forgetProductUrls,
+  lockVisitors,
+  visitorsOfPersons,
+} from '../identity/person-records.service.ts';
+import { deleteEventsOfVisitors, productSightingsOfVisitors } from '../tracking/visitor-events.service.ts';
 import { deleteDeliveriesAbout, noticeErasedContacts } from '../webhooks/erased-notices.service.ts';
 import { dropExportResults } from './requests.repository.ts';
 import type { SubjectHasher } from './subject-hash.ts';

@@ -7,8 +7,8 @@
 import type { Database } from '../db/database.ts';
 import type { PrivacyCounts, SubjectType } from '../db/schema.ts';
 import type { Schemas } from '../http/types.ts';
-import { contactsOfPersons, type PersonVisitor, profilesOfPersons, visitorsOfPersons } from '../identity/person-data.repository.ts';
-import { eventsOfVisitors, type VisitorEvent } from '../tracking/visitor-events.repository.ts';
+import { contactsOfPersons, type PersonVisitor, profilesOfPersons, visitorsOfPersons } from '../identity/person-records.service.ts';
+import { eventsOfVisitors, type VisitorEvent } from '../tracking/visitor-events.service.ts';
 import { deliveriesAbout, type PersonDelivery } from '../webhooks/erased-notices.service.ts';
 
 export type PrivacyExport = Schemas['PrivacyExport'];

@@ -11,12 +11,11 @@ import type { Schemas } from '../http/types.ts';
 import type { Logger } from '../log.ts';
 import { createOrganisationDirectory } from '../platform/organisation-directory.ts';
 import type { Cipher } from '../platform/secrets.ts';
-import { findPolicyRow } from '../platform/organisation-settings.repository.ts';
-import { createRequest, type PrivacyRequestView, requestView } from './privacy.service.ts';
-import { runClaimed } from './request-run.service.ts';
-import { claimNext, findRequest } from './requests.repository.ts';
+import { createRequest, findRequestRow, type PrivacyRequestView, requestView } from './privacy.service.ts';
+import { claimAndRun } from './request-run.service.ts';
 import { PrivacyCommandError } from './command-error.ts';
 import { SubjectHasher } from './subject-hash.ts';
+import { suppressionCheck } from './suppression.service.ts';
 
 export { PrivacyCommandError };
 
@@ -44,30 +43,30 @@ function checkSubject(subject: Schemas['PrivacySubject']): void {
 export async function runPrivacyCommand(deps: { db: Database; cipher: Cipher; log: Logger }, cmd: PrivacyCommand): Promise<PrivacyRequestView> {
   const { db, cipher, log } = deps;
   checkSubject(cmd.subject);
-  if (!(await findPolicyRow(db, cmd.orgId))) throw new PrivacyCommandError(`no organisation has the id ${cmd.orgId}`);
+  const organisations = createOrganisationDirectory(db, cipher, suppressionCheck(db));
+  if (!(await organisations.policy(cmd.orgId))) throw new PrivacyCommandError(`no organisation has the id ${cmd.orgId}`);
   const subjects = new SubjectHasher(cipher);
   let made: PrivacyRequestView;
   try {
-    made = await createRequest({ db, cipher, subjects, organisations: createOrganisationDirectory(db, cipher) }, { via: 'cli' }, cmd.orgId, cmd);
+    made = await createRequest({ db, cipher, subjects, organisations }, { via: 'cli' }, cmd.orgId, cmd);
   } catch (e) {
     const errors = (e as { errors?: { path: string; message: string }[] }).errors;
     if (errors?.length) throw new PrivacyCommandError(`the subject ${errors[0]!.path.replace('/subject/', '')} ${errors[0]!.message}`);
     throw e;
   }
   for (;;) {
-    const claim = await claimNext(db, cmd.orgId, new Date(), new Date(Date.now() + LEASE_MS), made.id);
-    const end = claim ? await runClaimed({ db, cipher, subjects, log }, claim, { leaseMs: LEASE_MS }) : undefined;
+    const end = await claimAndRun({ db, cipher, subjects, log }, cmd.orgId, made.id, LEASE_MS);
     if (typeof end === 'object') {
       throw new PrivacyCommandError(
         `privacy request ${made.id} stopped on a ${end.error}; a running Trackway server takes it up again within a minute (follow it with the API)`,
       );
     }
-    const row = await findRequest(db, cmd.orgId, made.id, true);
+    const row = await findRequestRow(db, cmd.orgId, made.id);
     if (!row) throw new PrivacyCommandError(`privacy request ${made.id} is gone`);
     if (row.status === 'done') return requestView(row);
     if (row.status === 'failed') throw new PrivacyCommandError(`privacy request ${made.id} failed: ${row.error ?? 'unknown error'}`);
     // another runner holds it (a server's): wait for its run
-    if (!claim) await new Promise((r) => setTimeout(r, POLL_MS));
+    if (end === undefined) await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }
 

@@ -4,13 +4,14 @@
 // Organisation-scoped like every such operation (requireOrganisation): a
 // platform account or the organisation's merchant; another account gets 403.
 import type { Deps } from '../deps.ts';
+import type { Database } from '../db/database.ts';
 import type { PrivacyRequestType } from '../db/schema.ts';
 import { type FieldError, platformError } from '../http/errors.ts';
 import { summary } from '../http/field-errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { requireOrganisation } from '../platform/access.ts';
-import { announceOrganisationChange } from '../platform/organisation-settings.repository.ts';
+import { announceOrganisationChange } from '../platform/organisation-settings.service.ts';
 import { sealSubject } from './request-run.service.ts';
 import { announceRequest, findRequest, insertRequest, listRequests, type RequestRow } from './requests.repository.ts';
 import { normaliseSubject, type Subject, type SubjectType } from './subject-hash.ts';
@@ -31,6 +32,11 @@ function notFound() {
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+/** A request as stored, result included (the CLI's read: no principal to check). */
+export function findRequestRow(db: Database, orgId: number, id: number): Promise<RequestRow | undefined> {
+  return findRequest(db, orgId, id, true);
+}
 
 export function requestView(row: RequestRow): PrivacyRequestView {
   const view: PrivacyRequestView = {

@@ -8,12 +8,12 @@
 // the persons it recorded). After MAX_ATTEMPTS claims it is failed.
 import type { Database } from '../db/database.ts';
 import type { PrivacyCounts } from '../db/schema.ts';
-import { personOfContact, personOfVisitor } from '../identity/person-data.repository.ts';
+import { personOfContact, personOfVisitor } from '../identity/person-records.service.ts';
 import type { Logger } from '../log.ts';
 import type { Cipher } from '../platform/secrets.ts';
 import { addCounts, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.ts';
 import { buildExport, EXPORT_KEEP_MS } from './export.service.ts';
-import { advance, type ClaimedRequest, type Fence, finishRequest, releaseClaim } from './requests.repository.ts';
+import { advance, claimNext, type ClaimedRequest, type Fence, finishRequest, releaseClaim } from './requests.repository.ts';
 import type { Subject, SubjectHasher } from './subject-hash.ts';
 
 export const MAX_ATTEMPTS = 10;
@@ -149,4 +149,10 @@ async function runErase(deps: RunDeps, claim: ClaimedRequest, fence: Fence, subj
     error: null,
   });
   if (!done) throw new ClaimLost();
+}
+
+/** Claims request `id` unless another runner holds it, and runs it; undefined when it was held (the CLI's run). */
+export async function claimAndRun(deps: RunDeps, orgId: number, id: number, leaseMs: number): Promise<RunEnd | undefined> {
+  const claim = await claimNext(deps.db, orgId, new Date(), new Date(Date.now() + leaseMs), id);
+  return claim ? runClaimed(deps, claim, { leaseMs }) : undefined;
 }

@@ -6,11 +6,9 @@
 // expired export results (ALL_ORGANISATIONS, on small partial indexes).
 import { type Selectable, sql } from 'kysely';
 import { ALL_ORGANISATIONS } from '../db/database.ts';
+import { PRIVACY_CHANNEL } from '../db/notifications.ts';
 import type { PrivacyCounts, PrivacyRequestsTable, PrivacyRequestType, SubjectType } from '../db/schema.ts';
 import { type Executor, orgScoped, type Tx } from '../db/tenancy.ts';
-
-/** NOTIFY channel: a request was queued (wakes the runners). */
-export const PRIVACY_CHANNEL = 'trackway_privacy';
 
 export type RequestRow = Omit<Selectable<PrivacyRequestsTable>, 'subject_enc' | 'person_ids' | 'lease_until' | 'result'> & {
   result?: string | null;

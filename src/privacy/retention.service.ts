@@ -8,8 +8,8 @@
 // events, links and rows). Run hourly by the privacy runner.
 import type { Database } from '../db/database.ts';
 import type { PrivacyCounts } from '../db/schema.ts';
-import { personsSeenSince, visitorsNotSeenSince } from '../identity/person-data.repository.ts';
-import { organisationsWithRetention } from '../platform/organisation-settings.repository.ts';
+import { personsSeenSince, visitorsNotSeenSince } from '../identity/person-records.service.ts';
+import { organisationsWithRetention } from '../platform/organisation-settings.service.ts';
 import { addCounts, ERASE_BATCH, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.ts';
 import type { SubjectHasher } from './subject-hash.ts';
 

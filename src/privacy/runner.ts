@@ -11,11 +11,11 @@
 // finds requests whose runner died (their lease expired) and whatever a lost
 // notification left behind. One request at a time per process.
 import type { Logger } from '../log.ts';
-import type { Notifications } from '../webhooks/notifications.ts';
+import { type Notifications, PRIVACY_CHANNEL } from '../db/notifications.ts';
 import { redactAllFinishedNotices } from '../webhooks/erased-notices.service.ts';
 import { whileHoldingRetentionLock } from './locks.repository.ts';
 import { type RunDeps, runClaimed } from './request-run.service.ts';
-import { claimNext, dropExpiredResults, dueOrganisations, organisationsWithExpiredResults, PRIVACY_CHANNEL } from './requests.repository.ts';
+import { claimNext, dropExpiredResults, dueOrganisations, organisationsWithExpiredResults } from './requests.repository.ts';
 import { applyRetention } from './retention.service.ts';
 
 export interface PrivacyRunnerOptions {

@@ -17,6 +17,12 @@ export async function suppressedAmong(db: Executor, orgId: number, hashes: reado
   return rows.map((r) => r.subject_hash);
 }
 
+/** Whether the organisation's list holds anything (an organisation without one costs its identifies no lookup). */
+export async function hasSuppressions(db: Executor, orgId: number): Promise<boolean> {
+  const row = await orgScoped(db, orgId).selectFrom('privacy_suppressions').select('org_id').limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Puts a hash on the list (kept as it is when it is there already); whether it is new. */
 export async function addSuppression(db: Executor, orgId: number, hash: Buffer, requestId: number, at: Date): Promise<boolean> {
   const r = await db

@@ -8,7 +8,7 @@
 // an endpoint past the limit; the check is repeated under lock, so several
 // dispatchers disable it once.
 import type { Database } from '../db/database.ts';
-import { deactivateIntegration, findIntegration } from '../platform/integrations.repository.ts';
+import { deactivateIntegration, findIntegration } from './integrations.repository.ts';
 import { findDisableDue, markDisabled } from './endpoint-health.repository.ts';
 import { cancelPendingDeliveries } from './outbox.repository.ts';
 import { announceIntegrationChange } from './targets.ts';

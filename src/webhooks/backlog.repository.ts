@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import { ALL_ORGANISATIONS, type Database } from '../db/database.ts';
 import type { Executor, Tx } from '../db/tenancy.ts';
-import { activeIntegrationKeys } from '../platform/integrations.repository.ts';
+import { activeIntegrationKeys } from './integrations.repository.ts';
 
 export interface Backlog {
   org_id: number;

@@ -2,8 +2,9 @@
 // scoped to one organisation, or to the organisations assigned to the caller.
 import { type Transaction, sql } from 'kysely';
 import type { DB, DeliveryKind, DeliveryStatus } from '../db/schema.ts';
-import { DELIVERIES_CHANNEL, notifyPayload } from './outbox.repository.ts';
-import { type Executor, orgScoped } from '../db/tenancy.ts';
+import { DELIVERIES_CHANNEL } from '../db/notifications.ts';
+import { notifyPayload } from './outbox.repository.ts';
+import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
 
 const DELIVERY_COLUMNS = [
   'deliveries.org_id',
@@ -62,7 +63,7 @@ export function listDeliveries(
 export async function findMemberDelivery(db: Executor, userId: number, id: number, opts: { lock?: boolean } = {}): Promise<DeliveryRow | undefined> {
   // deliveries are too many for an id -> org lookup table: look in the user's organisations
   // (a reference table), then read (and lock) within the one that holds it
-  const orgs = await db.selectFrom('organisation_members').select('org_id').where('user_id', '=', userId).execute();
+  const orgs = await memberOrganisations(db, userId).execute();
   if (orgs.length === 0) return undefined;
   const owner = await db
     .selectFrom('deliveries')

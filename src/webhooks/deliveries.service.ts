@@ -15,7 +15,7 @@ import {
   listDeliveries as listRows,
   requeueDelivery,
 } from './deliveries.repository.ts';
-import { integrationIsLive } from '../platform/integrations.repository.ts';
+import { integrationIsLive } from './integrations.repository.ts';
 
 export type Delivery = Schemas['Delivery'];
 

@@ -6,7 +6,7 @@
 // copy keeps no contact.
 import type { Database } from '../db/database.ts';
 import type { Tx } from '../db/tenancy.ts';
-import { listActiveTargets } from '../platform/integrations.repository.ts';
+import { listActiveTargets } from './integrations.repository.ts';
 import { type ContactErased, contactErasedPayload, redactedErasedPayload } from './payloads/contact-erased.ts';
 import { enqueueErasedNotices, organisationsWithUnredactedNotices, redactNotices, unredactedNotices } from './person-deliveries.repository.ts';
 

@@ -7,7 +7,7 @@ import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { type CredentialCache, createCredentialCache } from './credentials.ts';
-import { findMemberIntegrationTarget } from '../platform/integrations.repository.ts';
+import { findMemberIntegrationTarget } from './integrations.repository.ts';
 import { contactMatchedPayload } from './payloads/contact-matched.ts';
 import { type Sender, createSender } from './sender.ts';
 import { deliveryHeaders, userAgent } from './signing.ts';

@@ -7,10 +7,10 @@
 // visible and retryable through the API, but not queued.
 import { type Transaction, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
+import { DELIVERIES_CHANNEL } from '../db/notifications.ts';
 import type { DB } from '../db/schema.ts';
 import { orgScoped } from '../db/tenancy.ts';
 
-export const DELIVERIES_CHANNEL = 'trackway_deliveries';
 /** a NOTIFY names at most this many organisations (beyond, it names none: "scan for due work") */
 const MAX_NAMED = 100;
 

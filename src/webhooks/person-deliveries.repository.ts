@@ -15,7 +15,8 @@ import { sql } from 'kysely';
 import { ALL_ORGANISATIONS, PREPARE } from '../db/database.ts';
 import type { DeliveryKind, DeliveryStatus } from '../db/schema.ts';
 import type { Executor, Tx } from '../db/tenancy.ts';
-import { DELIVERIES_CHANNEL, notifyPayload } from './outbox.repository.ts';
+import { DELIVERIES_CHANNEL } from '../db/notifications.ts';
+import { notifyPayload } from './outbox.repository.ts';
 
 /** The expression deliveries_contact indexes (on the alias given): written so for the index to serve. */
 const contactOf = (alias: string) => sql`(${sql.ref(`${alias}.body`)}::jsonb ->> 'contact')`;

@@ -7,9 +7,7 @@ import type { DbHandle } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import { type BacklogMonitor, type BacklogOptions, startBacklogMonitor } from './backlog.ts';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.ts';
-import { type Notifications, startNotifications } from './notifications.ts';
-import { ORGANISATIONS_CHANNEL } from '../platform/organisation-settings.repository.ts';
-import { INTEGRATIONS_CHANNEL } from './targets.ts';
+import { INTEGRATIONS_CHANNEL, type Notifications, ORGANISATIONS_CHANNEL, startNotifications } from '../db/notifications.ts';
 
 /** where another process counts the backlog */
 const idleBacklogMonitor: BacklogMonitor = { check: () => Promise.resolve({ limited: [], maxPending: 0 }), stop() {} };

@@ -1,8 +1,7 @@
 // The NOTIFY behind the target cache's invalidation (targets.ts).
 import { sql } from 'kysely';
+import { INTEGRATIONS_CHANNEL } from '../db/notifications.ts';
 import type { Tx } from '../db/tenancy.ts';
-
-export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
 
 /** Tells every process (after commit) that this organisation's integrations changed. */
 export async function announceIntegrationChange(tx: Tx, orgId: number): Promise<void> {

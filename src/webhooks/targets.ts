@@ -5,9 +5,10 @@
 // `trackway_integrations` NOTIFY channel), and entries expire after a few
 // seconds as a fallback.
 import type { Database } from '../db/database.ts';
-import { listActiveTargets } from '../platform/integrations.repository.ts';
+import { listActiveTargets } from './integrations.repository.ts';
 
-export { announceIntegrationChange, INTEGRATIONS_CHANNEL } from './targets.repository.ts';
+export { announceIntegrationChange } from './targets.repository.ts';
+export { INTEGRATIONS_CHANNEL } from '../db/notifications.ts';
 
 export interface Target {
   id: number;

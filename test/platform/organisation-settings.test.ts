@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { createDb } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
-import { ORGANISATIONS_CHANNEL } from '../../src/platform/organisation-settings.repository.ts';
+import { ORGANISATIONS_CHANNEL } from '../../src/db/notifications.ts';
 import { startOnDatabase } from '../../src/server.ts';
 import { ApiClient } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';

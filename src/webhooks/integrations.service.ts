@@ -9,11 +9,11 @@ import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { HEALTHY, type IntegrationHealth, healthView } from '../webhooks/circuit-breaker.ts';
-import { clearEndpointHealth, readEndpointHealth } from '../webhooks/endpoint-health.repository.ts';
-import { cancelPendingDeliveries } from '../webhooks/outbox.repository.ts';
-import { announceIntegrationChange } from '../webhooks/targets.ts';
-import { forbidden, requireOrganisation } from './access.ts';
+import { HEALTHY, type IntegrationHealth, healthView } from './circuit-breaker.ts';
+import { clearEndpointHealth, readEndpointHealth } from './endpoint-health.repository.ts';
+import { cancelPendingDeliveries } from './outbox.repository.ts';
+import { announceIntegrationChange } from './targets.ts';
+import { forbidden, requireOrganisation } from '../platform/access.ts';
 import {
   type IntegrationFields,
   type IntegrationRow,
@@ -24,7 +24,7 @@ import {
   listIntegrations as listRows,
   replaceIntegration,
 } from './integrations.repository.ts';
-import type { Cipher } from './secrets.ts';
+import type { Cipher } from '../platform/secrets.ts';
 
 type IntegrationDeps = Pick<Deps, 'db' | 'cipher' | 'targets'>;
 type Integration = Schemas['Integration'];

@@ -3,7 +3,7 @@
 import type { Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { DB, IntegrationsTable } from '../db/schema.ts';
-import { orgScoped, type Executor } from '../db/tenancy.ts';
+import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
 
 export const INTEGRATION_COLUMNS = [
   'id',
@@ -79,10 +79,9 @@ export async function insertIntegration(
 export async function memberIntegrationOrg(db: Executor, userId: number, id: number): Promise<number | undefined> {
   const row = await db
     .selectFrom('integration_owners as o')
-    .innerJoin('organisation_members as m', 'm.org_id', 'o.org_id')
     .select('o.org_id')
     .where('o.id', '=', id)
-    .where('m.user_id', '=', userId)
+    .where('o.org_id', 'in', memberOrganisations(db, userId))
     .executeTakeFirst();
   return row?.org_id;
 }

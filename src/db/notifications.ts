@@ -1,17 +1,19 @@
-// The one LISTEN connection of a process: `trackway_deliveries` (new
-// deliveries committed: wake the dispatcher), `trackway_integrations`
-// (an organisation's integrations changed: drop its cached targets) and
-// `trackway_organisations` (an organisation's settings changed: drop its
-// cached policy) and `trackway_privacy` (a privacy request was queued: wake
-// the privacy runner, src/privacy/runner.ts). It
+// The NOTIFY channels and the one LISTEN connection of a process. Each
+// channel is sent on (after commit) by the repository of the area that owns
+// what changed, and heard by whoever caches or waits for it. It
 // reconnects with backoff after a database restart; since notifications sent
 // while it was away are lost, subscribers are told on every (re)connect.
 import pg from 'pg';
 import type { Logger } from '../log.ts';
-import { ORGANISATIONS_CHANNEL } from '../platform/organisation-settings.repository.ts';
-import { PRIVACY_CHANNEL } from '../privacy/requests.repository.ts';
-import { DELIVERIES_CHANNEL } from './outbox.repository.ts';
-import { INTEGRATIONS_CHANNEL } from './targets.ts';
+
+/** New deliveries committed (webhooks): wake the dispatchers. */
+export const DELIVERIES_CHANNEL = 'trackway_deliveries';
+/** An organisation's integrations changed (webhooks): drop its cached targets. */
+export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
+/** An organisation's settings or suppression list changed (platform, privacy): drop its cached policy. */
+export const ORGANISATIONS_CHANNEL = 'trackway_organisations';
+/** A privacy request was queued (privacy): wake the privacy runner (src/privacy/runner.ts). */
+export const PRIVACY_CHANNEL = 'trackway_privacy';
 
 type Listener = (payload: string) => void;
 
