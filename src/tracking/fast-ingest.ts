@@ -6,7 +6,7 @@
 import type { Deps } from '../deps.ts';
 import type { FastHandler, FastHandlers } from '../http/fast-path.ts';
 import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
-import { type PathIds, trackingService } from './tracking.service.ts';
+import { type TrackingIds, trackingService } from './tracking.service.ts';
 
 export function fastTrackingHandlers(deps: Deps): FastHandlers {
   const tracking = trackingService(deps);
@@ -14,10 +14,10 @@ export function fastTrackingHandlers(deps: Deps): FastHandlers {
   const event =
     (name: TrackedEventName): FastHandler =>
     async (r) => {
-      const submit = await tracking.prepareEvent(r, r.params as unknown as PathIds, name, r.body!);
-      if (!submit) return null;
+      const a = await tracking.tryAdmit(r, r.params as unknown as TrackingIds, name, r.body);
+      if (!a) return null;
       return async () => {
-        await submit();
+        await tracking.submit(a);
         return { status: 202, body: { status: 'accepted' } };
       };
     };
@@ -31,11 +31,11 @@ export function fastTrackingHandlers(deps: Deps): FastHandlers {
     recordProductViewEvent: event('productview'),
     recordCategoryViewEvent: event('categoryview'),
     identifyVisitor: async (r) => {
-      const ids = r.params as unknown as PathIds & { payload: string };
-      const submit = await tracking.prepareIdentify(r, ids);
-      if (!submit) return null;
+      const ids = r.params as unknown as TrackingIds;
+      const a = await tracking.tryAdmit(r, ids, 'identify');
+      if (!a) return null;
       return async () => {
-        await submit();
+        await tracking.submit(a);
         return { status: 200, body: { core_id: ids.core_id } };
       };
     },

@@ -5,7 +5,7 @@ import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
 import type { HandlerFor, HandlerMap } from '../http/types.ts';
 import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
-import { type PathIds, type TrackingClient, trackingService } from './tracking.service.ts';
+import { type TrackingClient, type TrackingIds, trackingService } from './tracking.service.ts';
 
 // a 1×1 transparent GIF
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
@@ -43,15 +43,16 @@ export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recor
 
   function event<K extends EventOperation>(name: TrackedEventName): HandlerFor<K> {
     return (async (c, ctx) => {
-      await tracking.recordEvent(clientOf(ctx), c.request.params as PathIds, name, c.request.requestBody as Record<string, unknown>);
+      const a = await tracking.admit(clientOf(ctx), c.request.params as TrackingIds, name, c.request.requestBody as Record<string, unknown>);
+      await tracking.submit(a);
       return { status: 202, body: { status: 'accepted' } };
     }) as HandlerFor<K>;
   }
 
   return {
     identifyVisitor: async (c, ctx) => {
-      const ids = c.request.params as PathIds & { payload: string };
-      await tracking.identify(clientOf(ctx), ids);
+      const ids = c.request.params;
+      await tracking.submit(await tracking.admit(clientOf(ctx), ids, 'identify'));
       return { status: 200, body: { core_id: ids.core_id } };
     },
     recordViewEvent: event('view'),
@@ -66,7 +67,7 @@ export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recor
       if (!page || !/^https?:\/\//i.test(page) || page.length > 2048 || !URL.canParse(page)) {
         throw trackingError(400, 'invalid_request', 'The page URL is missing: pass ?page= or send a Referer');
       }
-      await tracking.recordEvent(clientOf(ctx), c.request.params as PathIds, 'view', { page });
+      await tracking.submit(await tracking.admit(clientOf(ctx), c.request.params, 'view', { page }));
       return {
         status: 200,
         body: PIXEL as never,
