@@ -1,43 +1,29 @@
 // The tracking operations the fast path (src/http/fast-path.ts) answers
-// before Koa: the seven events and identify. Each asks the tracking service
-// (the rules the Koa handlers apply too) whether anything would refuse the
-// request, and answers exactly what its Koa handler answers
-// (tracking.handlers.ts): 202 {"status": "accepted"}, 200 {core_id}.
+// before Koa: the seven events and identify. Each runs the admission
+// sequence (tracking.service.ts, as the Koa handlers do) without charging
+// unless it admits, and answers what TRACKING_OPERATIONS says (operations.ts,
+// the Koa handlers' table too).
 import type { Deps } from '../deps.ts';
 import type { FastHandler, FastHandlers } from '../http/fast-path.ts';
-import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
+import { EVENT_OPERATIONS, type FastTrackingOperation, TRACKING_OPERATIONS } from './operations.ts';
 import { type TrackingIds, trackingService } from './tracking.service.ts';
 
 export function fastTrackingHandlers(deps: Deps): FastHandlers {
   const tracking = trackingService(deps);
 
-  const event =
-    (name: TrackedEventName): FastHandler =>
+  const handler =
+    (op: FastTrackingOperation): FastHandler =>
     async (r) => {
-      const a = await tracking.tryAdmit(r, r.params as unknown as TrackingIds, name, r.body);
+      const ids = r.params as unknown as TrackingIds & { corex_id: string; payload: string };
+      const a = await tracking.tryAdmit(op, r, ids, r.body);
       if (!a) return null;
       return async () => {
         await tracking.submit(a);
-        return { status: 202, body: { status: 'accepted' } };
+        return TRACKING_OPERATIONS[op].answer(ids);
       };
     };
 
-  return {
-    recordViewEvent: event('view'),
-    recordUpdateCartEvent: event('updatecart'),
-    recordRemoveFromCartEvent: event('removefromcart'),
-    recordCheckoutEvent: event('checkout'),
-    recordBuyEvent: event('buy'),
-    recordProductViewEvent: event('productview'),
-    recordCategoryViewEvent: event('categoryview'),
-    identifyVisitor: async (r) => {
-      const ids = r.params as unknown as TrackingIds;
-      const a = await tracking.tryAdmit(r, ids, 'identify');
-      if (!a) return null;
-      return async () => {
-        await tracking.submit(a);
-        return { status: 200, body: { core_id: ids.core_id } };
-      };
-    },
-  };
+  const handlers: FastHandlers = { identifyVisitor: handler('identifyVisitor') };
+  for (const op of EVENT_OPERATIONS) handlers[op] = handler(op);
+  return handlers;
 }

@@ -23,11 +23,11 @@
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
 import { createTrafficLimits, requestCost, type TrafficLimits } from '../http/traffic-limits.ts';
-import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
 import { type IdentifyClaim, verifyIdentify } from '../identity/verification.ts';
 import type { OrganisationPolicy } from '../platform/organisation-directory.ts';
 import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.ts';
 import type { IngestItem } from './ingest.types.ts';
+import { TRACKING_OPERATIONS, type TrackingAction, type TrackingOperation } from './operations.ts';
 import { checkOrigin, originAllowed } from './origin.ts';
 
 /** What the rules need of the HTTP request (as Koa's ctx.ip / ctx.get() give it). */
@@ -52,9 +52,6 @@ export interface TrackingIds {
   /** identify's encoded IdentifyPayload */
   payload?: string;
 }
-
-/** What a request asks to store: an event by its name, or an identify. */
-export type TrackingAction = TrackedEventName | 'identify';
 
 /** One request on its way through the checks: what they find is kept on it. */
 export class Admission {
@@ -93,9 +90,9 @@ interface Check {
 
 export interface TrackingService {
   /** The Koa path: the admitted request, charged; a refusal throws (see above). */
-  admit(client: TrackingClient, ids: TrackingIds, action: TrackingAction, body?: Record<string, unknown>): Promise<Admission>;
+  admit(op: TrackingOperation, client: TrackingClient, ids: TrackingIds, body?: Record<string, unknown>): Promise<Admission>;
   /** The fast path: the admitted request, charged, or null when anything would refuse it (nothing charged). */
-  tryAdmit(client: TrackingClient, ids: TrackingIds, action: TrackingAction, body?: Record<string, unknown>): Promise<Admission | null>;
+  tryAdmit(op: TrackingOperation, client: TrackingClient, ids: TrackingIds, body?: Record<string, unknown>): Promise<Admission | null>;
   /** Stores the admitted request's item; resolves once it is committed. */
   submit(a: Admission): Promise<void>;
 }
@@ -221,8 +218,8 @@ function createTrackingService(deps: Deps): TrackingService {
   }
 
   return {
-    async admit(client, ids, action, body) {
-      const a = new Admission(client, ids, action, body);
+    async admit(op, client, ids, body) {
+      const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
       const refused = await examine(a);
       if (refused >= 0) {
         // what the checks it passed have always charged, then its refusal
@@ -237,8 +234,8 @@ function createTrackingService(deps: Deps): TrackingService {
       return a;
     },
 
-    async tryAdmit(client, ids, action, body) {
-      const a = new Admission(client, ids, action, body);
+    async tryAdmit(op, client, ids, body) {
+      const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
       if ((await examine(a)) >= 0) return null;
       charge(a, CHECKS.length);
       a.item = itemOf(a);
