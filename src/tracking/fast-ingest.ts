@@ -4,26 +4,39 @@
 // unless it admits, and answers what TRACKING_OPERATIONS says (operations.ts,
 // the Koa handlers' table too).
 import type { Deps } from '../deps.ts';
-import type { FastHandler, FastHandlers } from '../http/fast-path.ts';
-import { EVENT_OPERATIONS, type FastTrackingOperation, TRACKING_OPERATIONS } from './operations.ts';
-import { type TrackingIds, trackingService } from './tracking.service.ts';
+import type { FastHandlers, FastRequest } from '../http/fast-path.ts';
+import type { SuccessOf } from '../http/types.ts';
+import { type EventOperation, TRACKING_OPERATIONS } from './operations.ts';
+import { trackingService } from './tracking.service.ts';
 
 export function fastTrackingHandlers(deps: Deps): FastHandlers {
   const tracking = trackingService(deps);
 
-  const handler =
-    (op: FastTrackingOperation): FastHandler =>
-    async (r) => {
-      const ids = r.params as unknown as TrackingIds & { corex_id: string; payload: string };
-      const a = await tracking.tryAdmit(op, r, ids, r.body);
+  /** An event operation's request (all seven answer the same: 202 accepted). */
+  async function event(op: EventOperation, r: FastRequest<EventOperation>): Promise<(() => Promise<SuccessOf<'recordViewEvent'>>) | null> {
+    const a = await tracking.tryAdmit(op, r, r.params, r.body);
+    if (!a) return null;
+    return async () => {
+      await tracking.submit(a);
+      return TRACKING_OPERATIONS[op].answer(r.params);
+    };
+  }
+
+  return {
+    recordViewEvent: (r) => event('recordViewEvent', r),
+    recordUpdateCartEvent: (r) => event('recordUpdateCartEvent', r),
+    recordRemoveFromCartEvent: (r) => event('recordRemoveFromCartEvent', r),
+    recordCheckoutEvent: (r) => event('recordCheckoutEvent', r),
+    recordBuyEvent: (r) => event('recordBuyEvent', r),
+    recordProductViewEvent: (r) => event('recordProductViewEvent', r),
+    recordCategoryViewEvent: (r) => event('recordCategoryViewEvent', r),
+    identifyVisitor: async (r) => {
+      const a = await tracking.tryAdmit('identifyVisitor', r, r.params);
       if (!a) return null;
       return async () => {
         await tracking.submit(a);
-        return TRACKING_OPERATIONS[op].answer(ids);
+        return TRACKING_OPERATIONS.identifyVisitor.answer(r.params);
       };
-    };
-
-  const handlers: FastHandlers = { identifyVisitor: handler('identifyVisitor') };
-  for (const op of EVENT_OPERATIONS) handlers[op] = handler(op);
-  return handlers;
+    },
+  };
 }
