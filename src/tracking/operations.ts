@@ -13,9 +13,8 @@ export type EventOperation =
   | 'recordProductViewEvent'
   | 'recordCategoryViewEvent';
 
-/** What the fast path answers: the events and identify (the view pixel answers an image: Koa's alone). */
-export type FastTrackingOperation = EventOperation | 'identifyVisitor';
-export type TrackingOperation = FastTrackingOperation | 'recordViewEventPixel';
+/** The view pixel answers an image: the Koa path's alone; the fast path answers the others. */
+export type TrackingOperation = EventOperation | 'identifyVisitor' | 'recordViewEventPixel';
 
 /** What a request asks to store: an event by its name, or an identify. */
 export type TrackingAction = Schemas['EventName'] | 'identify';

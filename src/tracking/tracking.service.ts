@@ -242,9 +242,11 @@ function createTrackingService(deps: Deps): TrackingService {
       return a;
     },
 
-    async submit(a) {
-      await deps.ingest.submit(a.item!);
-      if (a.identity !== undefined) limits.identified(a.identity);
+    submit(a) {
+      // an event's promise is ingest's own (no await of its own on the hot path)
+      const committed = deps.ingest.submit(a.item!);
+      const identity = a.identity;
+      return identity === undefined ? committed : committed.then(() => limits.identified(identity));
     },
   };
 }
