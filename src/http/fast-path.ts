@@ -21,11 +21,11 @@
 //   the contract for this operation (getRequestValidatorsForOperation), called
 //   with the same input the Koa path gives them (params coerced the same way);
 // - the rules: the area's fast handlers (src/tracking/fast-ingest.ts, given
-//   by server.ts: this module reaches no area) call the same service as the
-//   Koa handlers (src/tracking/tracking.service.ts: address and organisation
-//   limits, unknown organisation, origin check, identity verification,
-//   identify budget, geo), asked first without charging anything; any
-//   refusal hands the request to Koa, which refuses it;
+//   by server.ts: this module reaches no area) run the same admission
+//   sequence as the Koa handlers (src/tracking/tracking.service.ts:
+//   validation, address limit, unknown organisation, organisation limit,
+//   origin, identity verification, identify budget), checked without
+//   charging anything; any refusal hands the request to Koa, which refuses it;
 // - the client address as the Koa path resolves it (resolveClientAddress:
 //   canonical; TRUST_PROXY: the last X-Forwarded-For entry, a request whose
 //   entry is not an IP address handed to Koa, which refuses it), Referer as
@@ -44,17 +44,22 @@ import { BODY_LIMITS } from './body-limits.ts';
 import { resolveClientAddress } from './client-address.ts';
 import type { ApiError } from './errors.ts';
 import { errorFor, recordOutcome, type RequestFacts, requestIdOf } from './outcome.ts';
+import { validateResponse } from './response-validation.ts';
 import type { FastRouter } from './router.ts';
-import type { OperationId } from './types.ts';
+import type { OperationId, PathOf, RequestBodyOf, SuccessOf } from './types.ts';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** What a fast handler gets: the request as the Koa path would hand it to its handler and rules. */
-export interface FastRequest {
+/**
+ * What a fast handler of operation K gets: the request as the Koa path would
+ * hand it to its handler and rules, typed from generated/openapi.ts as the
+ * Koa handlers' are (src/http/types.ts).
+ */
+export interface FastRequest<K extends OperationId> {
   /** path parameters, validated and coerced by the contract's validators */
-  params: Record<string, unknown>;
+  params: PathOf<K>;
   /** the parsed, validated body (undefined for operations without one) */
-  body: Record<string, unknown> | undefined;
+  body: RequestBodyOf<K>;
   /** as Koa's ctx.ip and ctx.get() give them */
   ip: string;
   origin: string;
@@ -71,8 +76,20 @@ export interface FastRequest {
  * then handed to the Koa app, so it must have charged and stored nothing);
  * otherwise a function that does the work and gives the success answer.
  */
-export type FastHandler = (r: FastRequest) => Promise<(() => Promise<{ status: number; body: unknown }>) | null>;
-export type FastHandlers = Partial<Record<OperationId, FastHandler>>;
+export type FastHandler<K extends OperationId> = (r: FastRequest<K>) => Promise<(() => Promise<SuccessOf<K>>) | null>;
+export type FastHandlers = { [K in OperationId]?: FastHandler<K> };
+
+/** A fast handler as the listener calls it: with what the contract's validators accepted for its operation. */
+type ValidatedHandler = (r: {
+  params: Record<string, unknown>;
+  body: Record<string, unknown> | undefined;
+  ip: string;
+  origin: string;
+  referer: string;
+  userAgent: string;
+  bodyChars: number;
+  gpc: boolean;
+}) => Promise<(() => Promise<{ status: number; body: unknown }>) | null>;
 
 /** Content types taken as they are (lower case, spaces removed); any other goes to Koa. */
 const PLAIN_TYPES = new Set(['application/json', 'application/json;charset=utf-8', 'text/plain', 'text/plain;charset=utf-8']);
@@ -195,7 +212,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
     req: IncomingMessage,
     res: ServerResponse,
     op: Operation,
-    handler: FastHandler,
+    handler: ValidatedHandler,
     path: string,
     started: bigint,
   ): Promise<void> {
@@ -247,13 +264,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
       const answer = await submit();
       const body = answer.body;
       status = answer.status;
-      if (config.validateResponses) {
-        const check = api.validator.validateResponse(body, op.operationId!, status);
-        if (check.errors) {
-          log.error({ operationId: op.operationId, status, errors: check.errors }, 'response does not match the contract');
-          throw new Error(`response of ${op.operationId} (${status}) does not match the contract`);
-        }
-      }
+      if (config.validateResponses) validateResponse(api, log, op.operationId!, status, body);
       write(res, requestId, status, JSON.stringify(body));
     } catch (e) {
       const err: ApiError = errorFor(e, 'tracking', facts, log);
@@ -268,7 +279,8 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
     const method = req.method;
     if ((method !== 'POST' && method !== 'GET') || !url.startsWith('/jsv1/') || !SIMPLE_PATH.test(url)) return fallback(req, res);
     const op = router.matchOperation({ method, path: url, headers: {} });
-    const handler = op?.operationId === undefined ? undefined : handlers[op.operationId as OperationId];
+    // the request is validated against this operation's contract before its handler sees it (handle)
+    const handler = op?.operationId === undefined ? undefined : (handlers[op.operationId as OperationId] as ValidatedHandler | undefined);
     if (!op || handler === undefined) return fallback(req, res);
     // the Koa gate decodes the whole path first and refuses what cannot be stored
     let decoded: string | undefined;

@@ -47,11 +47,12 @@ export interface TrafficLimits {
   identify(ip: string, identity: string): void;
   /** Records that `identity` was identified (after its commit), so repeating it is free for 30 minutes. */
   identified(identity: string): void;
-  /**
-   * Whether ip(ip, cost), org(orgId, cost) and, with an identity, identify(ip, identity)
-   * would all pass now; charges and counts nothing (the fast path asks before it commits to a request).
-   */
-  admits(ip: string, orgId: number, cost: number, identity?: string): boolean;
+  /** Whether ip(ip, cost) would pass now; charges and counts nothing (the admission checks before it charges). */
+  allowsIp(ip: string, cost: number): boolean;
+  /** Whether org(orgId, cost) would pass now; charges and counts nothing. */
+  allowsOrg(orgId: number, cost: number): boolean;
+  /** Whether identify(ip, identity) would pass now; charges and counts nothing. */
+  allowsIdentify(ip: string, identity: string): boolean;
 }
 
 const REPEAT_WINDOW_MS = 30 * 60_000;
@@ -102,11 +103,14 @@ export function createTrafficLimits(
     identified(identity) {
       seen?.add(digest(identity));
     },
-    admits(ip, orgId, cost, identity) {
-      if (byIp && !byIp.allows(clientAddressKey(ip), cost)) return false;
-      if (byOrg && !byOrg.allows(String(orgId), cost)) return false;
-      if (identity === undefined || !seen || seen.has(digest(identity))) return true;
-      return identifyAdmitted(ip);
+    allowsIp(ip, cost) {
+      return !byIp || byIp.allows(clientAddressKey(ip), cost);
+    },
+    allowsOrg(orgId, cost) {
+      return !byOrg || byOrg.allows(String(orgId), cost);
+    },
+    allowsIdentify(ip, identity) {
+      return !seen || seen.has(digest(identity)) || identifyAdmitted(ip);
     },
   };
 }

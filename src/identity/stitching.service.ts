@@ -2,8 +2,8 @@
 // visitors upserted together, visitors that share a corex_id stitched into one
 // person, the recent-activity profile and the product URL catalogue kept from
 // events, contacts and links recorded for identifies (merging the persons a
-// known contact joins). One Stitching per batch; the ingest batch calls it and
-// owns the transaction.
+// known contact joins). One Stitching per batch, run by identifyBatch
+// (batch.service.ts); the ingest batch owns the transaction.
 //
 // Trust (docs/design.md "Trust"): a product or cart URL outside the organisation's
 // allowed domains is kept in its event only, never in the profile or the

@@ -1,56 +1,63 @@
-// One ingest batch, in one transaction the caller opened: identity upserts
-// and stitches the batch's visitors, the events are inserted together, then
-// each item in arrival order updates its person's profile (events) or links
-// contacts (identifies), and webhooks turns it into the deliveries it causes
-// (the transactional outbox). A plain batch (src/tracking/plain-batch.ts:
-// events that need no person and cause no delivery) is one statement instead.
-// Before either, the privacy rules (src/privacy/ingest-privacy.service.ts)
-// screen the batch: what Global Privacy Control or the suppression list
-// keeps from being stored, linked or sent.
-// This module only orchestrates: identity owns
-// visitors, persons and contacts, webhooks owns fan-out.
+// One ingest batch. It flows one way:
+//   1. prepareBatch: the privacy rules (src/privacy/ingest-privacy.service.ts)
+//      screen the items — what Global Privacy Control or the suppression list
+//      keeps from being stored, linked or sent — and webhooks reads which
+//      organisations export events or are notified of contact matches
+//      (FanOut.forOrganisations, from the target cache);
+//   2. a plain batch (src/tracking/plain-batch.ts: events that need no person
+//      and cause no delivery) is one statement, outside any transaction;
+//   3. any other, in ONE transaction (processBatch): the events inserted
+//      (ahead of identity when exports need their ids; otherwise carried by
+//      the visitors upsert), identity run once for the batch
+//      (src/identity/batch.service.ts identifyBatch), which returns what
+//      happened that webhooks must hear of; the exports the suppression list
+//      forbids left out (BatchPrivacy.exportable); webhooks fans out once
+//      from that (FanOut.deliver: the transactional outbox). Commit: the
+//      events and their deliveries exist together.
+// This module only orchestrates: identity owns visitors, persons and
+// contacts, webhooks owns fan-out, privacy the screening.
 import type { Database } from '../db/database.ts';
 import type { Tx } from '../db/tenancy.ts';
-import { Stitching } from '../identity/stitching.service.ts';
+import { identifyBatch } from '../identity/batch.service.ts';
 import { BatchPrivacy, type PrivacyDeps } from '../privacy/ingest-privacy.service.ts';
-import { FanOut } from '../webhooks/fan-out.service.ts';
+import { type ContactMatch, type EventToExport, FanOut } from '../webhooks/fan-out.service.ts';
 import type { TargetCache } from '../webhooks/targets.ts';
 import { eventsInsert, insertEvents } from './events.repository.ts';
-import type { EventItem, IngestItem } from './ingest.types.ts';
+import type { EventItem, IdentifyItem, IngestItem } from './ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from './plain-batch.ts';
 
-/** What a batch needs besides its transaction. */
+/** What a batch needs besides its database. */
 export interface BatchDeps extends PrivacyDeps {
   targets: TargetCache;
 }
 
-/** What storeBatch prepared before the transaction: the integrations to notify, the privacy rules that screened the items. */
-interface Prepared {
-  fanOut: FanOut;
+/** A batch ready to be written: its screened items, the privacy rules that screened them, its fan-out. */
+export interface PreparedBatch {
+  items: IngestItem[];
   privacy: BatchPrivacy;
+  fanOut: FanOut;
 }
 
-/** Stores a batch: a plain one as one statement, any other in one transaction. */
-export async function storeBatch(deps: BatchDeps, db: Database, submitted: IngestItem[]): Promise<void> {
+/** Screens a batch and reads its organisations' targets (before, and outside, its transaction). */
+export async function prepareBatch(deps: BatchDeps, db: Database, submitted: readonly IngestItem[]): Promise<PreparedBatch> {
   const { items, privacy } = await BatchPrivacy.screen(deps, db, submitted);
-  if (items.length === 0) return;
   const fanOut = await FanOut.forOrganisations(
     deps.targets,
     items.map((it) => it.orgId),
   );
-  if (isPlainBatch(items, (orgId) => fanOut.exportsEvents(orgId))) return storePlainBatch(db, items);
-  await db.transaction().execute((tx) => processBatch(deps, tx, items, { fanOut, privacy }));
+  return { items, privacy, fanOut };
 }
 
-/** Writes a batch in the caller's transaction; `prepared` (storeBatch's): its items are screened already. */
-export async function processBatch(deps: BatchDeps, tx: Tx, submitted: IngestItem[], prepared?: Prepared): Promise<void> {
-  const { items, privacy } = prepared ? { items: submitted, privacy: prepared.privacy } : await BatchPrivacy.screen(deps, tx, submitted);
-  const fanOut =
-    prepared?.fanOut ??
-    (await FanOut.forOrganisations(
-      deps.targets,
-      items.map((it) => it.orgId),
-    ));
+/** Stores a batch: a plain one as one statement, any other in one transaction. */
+export async function storeBatch(deps: BatchDeps, db: Database, submitted: IngestItem[]): Promise<void> {
+  const batch = await prepareBatch(deps, db, submitted);
+  if (batch.items.length === 0) return;
+  if (isPlainBatch(batch.items, (orgId) => batch.fanOut.exportsEvents.has(orgId))) return storePlainBatch(db, batch.items);
+  await db.transaction().execute((tx) => processBatch(tx, batch));
+}
+
+/** Writes a prepared batch in the caller's transaction. */
+export async function processBatch(tx: Tx, { items, privacy, fanOut }: PreparedBatch): Promise<void> {
   const events = items.filter((it): it is EventItem => it.kind === 'event');
   const rows = events.map((it) => ({
     orgId: it.orgId,
@@ -63,32 +70,16 @@ export async function processBatch(deps: BatchDeps, tx: Tx, submitted: IngestIte
   }));
   // event exports carry the ids (in the order given): then the events are a statement of their own;
   // otherwise they travel with the visitors upsert (one round trip less)
-  const exports = (it: EventItem) => !it.gpc && fanOut.exportsEvents(it.orgId);
-  const exporting = events.some(exports);
-  const people = new Stitching(tx);
-  await people.touchVisitors(items, exporting || rows.length === 0 ? undefined : eventsInsert(rows));
+  const exporting = events.some((it) => !it.gpc && fanOut.exportsEvents.has(it.orgId));
   const eventIds = exporting ? await insertEvents(tx, rows) : [];
   const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
-  // the identifies that meet no other identify of the batch, written together (the loop below keeps the order's effects)
-  await people.identifyTogether(items);
-
-  for (const it of items) {
-    if (it.kind === 'event') {
-      // under Global Privacy Control an event is stored, never linked to its person nor sent
-      if (it.gpc) continue;
-      const person = people.personOfVisitor(it.orgId, it.coreId);
-      people.recordEvent(it);
-      if (!exports(it)) continue;
-      const contacts = await people.contacts(it.orgId, person, it.coreId);
-      if (await privacy.exportable(tx, it.orgId, it.policy, contacts)) fanOut.eventExported(it, idOf.get(it)!, contacts);
-    } else {
-      const { person, linked } = await people.identify(it);
-      if (linked.length === 0 || !fanOut.notifiesContacts(it.orgId)) continue;
-      // the notification carries the activity recorded so far
-      const visitor = { coreId: it.coreId, roamingId: it.roamingId, corexId: people.corexOfVisitor(it.orgId, it.coreId) };
-      fanOut.contactMatched({ ...it, visitor }, linked, await people.recentActivity(it.orgId, person, it.policy.allowsUrl));
+  const happened = await identifyBatch<EventItem, IdentifyItem>(tx, items, fanOut, exporting || rows.length === 0 ? undefined : eventsInsert(rows));
+  const deliver: (EventToExport | ContactMatch)[] = [];
+  for (const h of happened) {
+    if (h.kind === 'matched') deliver.push(h);
+    else if (await privacy.exportable(tx, h.item.orgId, h.item.policy, h.contacts)) {
+      deliver.push({ kind: 'event', item: h.item, eventId: idOf.get(h.item)!, contacts: h.contacts });
     }
   }
-  await people.flush();
-  await fanOut.enqueue(tx);
+  await fanOut.deliver(tx, deliver);
 }

@@ -1,42 +1,41 @@
 // The tracking operations the fast path (src/http/fast-path.ts) answers
-// before Koa: the seven events and identify. Each asks the tracking service
-// (the rules the Koa handlers apply too) whether anything would refuse the
-// request, and answers exactly what its Koa handler answers
-// (tracking.handlers.ts): 202 {"status": "accepted"}, 200 {core_id}.
+// before Koa: the seven events and identify. Each runs the admission
+// sequence (tracking.service.ts, as the Koa handlers do) without charging
+// unless it admits, and answers what TRACKING_OPERATIONS says (operations.ts,
+// the Koa handlers' table too).
 import type { Deps } from '../deps.ts';
-import type { FastHandler, FastHandlers } from '../http/fast-path.ts';
-import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
-import { type PathIds, trackingService } from './tracking.service.ts';
+import type { FastHandlers, FastRequest } from '../http/fast-path.ts';
+import type { SuccessOf } from '../http/types.ts';
+import { type EventOperation, TRACKING_OPERATIONS } from './operations.ts';
+import { trackingService } from './tracking.service.ts';
 
 export function fastTrackingHandlers(deps: Deps): FastHandlers {
   const tracking = trackingService(deps);
 
-  const event =
-    (name: TrackedEventName): FastHandler =>
-    async (r) => {
-      const submit = await tracking.prepareEvent(r, r.params as unknown as PathIds, name, r.body!);
-      if (!submit) return null;
-      return async () => {
-        await submit();
-        return { status: 202, body: { status: 'accepted' } };
-      };
+  /** An event operation's request (all seven answer the same: 202 accepted). */
+  async function event(op: EventOperation, r: FastRequest<EventOperation>): Promise<(() => Promise<SuccessOf<'recordViewEvent'>>) | null> {
+    const a = await tracking.tryAdmit(op, r, r.params, r.body);
+    if (!a) return null;
+    return async () => {
+      await tracking.submit(a);
+      return TRACKING_OPERATIONS[op].answer(r.params);
     };
+  }
 
   return {
-    recordViewEvent: event('view'),
-    recordUpdateCartEvent: event('updatecart'),
-    recordRemoveFromCartEvent: event('removefromcart'),
-    recordCheckoutEvent: event('checkout'),
-    recordBuyEvent: event('buy'),
-    recordProductViewEvent: event('productview'),
-    recordCategoryViewEvent: event('categoryview'),
+    recordViewEvent: (r) => event('recordViewEvent', r),
+    recordUpdateCartEvent: (r) => event('recordUpdateCartEvent', r),
+    recordRemoveFromCartEvent: (r) => event('recordRemoveFromCartEvent', r),
+    recordCheckoutEvent: (r) => event('recordCheckoutEvent', r),
+    recordBuyEvent: (r) => event('recordBuyEvent', r),
+    recordProductViewEvent: (r) => event('recordProductViewEvent', r),
+    recordCategoryViewEvent: (r) => event('recordCategoryViewEvent', r),
     identifyVisitor: async (r) => {
-      const ids = r.params as unknown as PathIds & { payload: string };
-      const submit = await tracking.prepareIdentify(r, ids);
-      if (!submit) return null;
+      const a = await tracking.tryAdmit('identifyVisitor', r, r.params);
+      if (!a) return null;
       return async () => {
-        await submit();
-        return { status: 200, body: { core_id: ids.core_id } };
+        await tracking.submit(a);
+        return TRACKING_OPERATIONS.identifyVisitor.answer(r.params);
       };
     },
   };

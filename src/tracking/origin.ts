@@ -7,11 +7,21 @@ import { trackingError } from '../http/errors.ts';
 import { urlHost } from '../identity/url-policy.ts';
 import type { OrganisationPolicy } from '../platform/organisation-directory.ts';
 
-export function checkOrigin(policy: Pick<OrganisationPolicy, 'orgId' | 'enforceOrigin' | 'allowsHost'>, origin: string, referer: string): void {
-  if (!policy.enforceOrigin) return;
+type OriginPolicy = Pick<OrganisationPolicy, 'orgId' | 'enforceOrigin' | 'allowsHost'>;
+
+/** Whether the request's origin (or, without one, its Referer) is allowed; refuses nothing itself. */
+export function originAllowed(policy: OriginPolicy, origin: string, referer: string): boolean {
+  if (!policy.enforceOrigin) return true;
   const source = origin || referer;
   const host = source ? urlHost(source) : null;
-  if (host !== null && policy.allowsHost(host)) return;
+  return host !== null && policy.allowsHost(host);
+}
+
+/** Throws 403 origin_not_allowed unless originAllowed. */
+export function checkOrigin(policy: OriginPolicy, origin: string, referer: string): void {
+  if (originAllowed(policy, origin, referer)) return;
+  const source = origin || referer;
+  const host = source ? urlHost(source) : null;
   const what = !source ? 'The request has no Origin or Referer header' : `The origin ${host ?? JSON.stringify(source.slice(0, 100))} is not one of`;
   throw trackingError(
     403,

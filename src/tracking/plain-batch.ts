@@ -3,8 +3,8 @@
 // events — or events under Global Privacy Control, which identity never
 // records and nothing exports, whatever their kind. Such a batch needs nothing from PostgreSQL but its visitors touched
 // and its events inserted: no person is read, nothing is stitched, no delivery
-// is caused. It is written as ONE statement (data-modifying CTEs) outside any
-// transaction — a single statement is atomic, and one round trip replaces
+// is caused. It is written as ONE statement (data-modifying CTEs:
+// plain-batch.repository.ts) outside any transaction — a single statement is atomic, and one round trip replaces
 // BEGIN, the visitors upsert, the read-back of returning visitors, the events
 // insert and COMMIT.
 //
@@ -16,12 +16,10 @@
 // and while the table grew the probe became a sequential scan per row (the
 // quiet bench of 16:28 UTC: 923 µs of PostgreSQL CPU per new-visitor event;
 // unprepared, 5,241 µs per returning one); Citus refused it as well.
-import { sql } from 'kysely';
-import { type Database, PREPARE } from '../db/database.ts';
-import { visitorsUpsert } from '../identity/identity.repository.ts';
+import type { Database } from '../db/database.ts';
 import { EVENTS_RECORDED, visitorTouches } from '../identity/stitching.service.ts';
-import { eventsInsert } from './events.repository.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
+import { insertPlainBatch } from './plain-batch.repository.ts';
 
 /**
  * Whether the batch is plain (see above); `exportsEvents` answers for each
@@ -38,9 +36,5 @@ export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId
 /** Writes a plain batch: its visitors and its events, in one statement. */
 export async function storePlainBatch(db: Database, items: readonly EventItem[]): Promise<void> {
   if (items.length === 0) return;
-  await sql`${sql.raw(PREPARE)}
-    WITH touched AS (${visitorsUpsert(visitorTouches(items))}),
-    stored AS (${eventsInsert(items)})
-    SELECT 1
-  `.execute(db);
+  await insertPlainBatch(db, visitorTouches(items), items);
 }

@@ -1,23 +1,13 @@
-// identifyVisitor and the seven event operations (plus the view pixel). Each
-// answers only after its item is committed by the ingest path.
+// The tracking operations on the Koa path: identifyVisitor, the seven event
+// operations and the view pixel. Each runs the admission sequence
+// (tracking.service.ts) and answers, as TRACKING_OPERATIONS says
+// (operations.ts), only after its item is committed by the ingest path.
 import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
 import type { HandlerFor, HandlerMap } from '../http/types.ts';
-import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
-import { type PathIds, type TrackingClient, trackingService } from './tracking.service.ts';
-
-// a 1×1 transparent GIF
-const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
-
-type EventOperation =
-  | 'recordViewEvent'
-  | 'recordUpdateCartEvent'
-  | 'recordRemoveFromCartEvent'
-  | 'recordCheckoutEvent'
-  | 'recordBuyEvent'
-  | 'recordProductViewEvent'
-  | 'recordCategoryViewEvent';
+import { EVENT_OPERATIONS, type EventOperation, TRACKING_OPERATIONS, type TrackingOperation } from './operations.ts';
+import { type TrackingClient, trackingService } from './tracking.service.ts';
 
 /** Size of the request body as received (0 for GET). */
 function bodyBytes(ctx: Koa.Context): number {
@@ -37,42 +27,36 @@ function clientOf(ctx: Koa.Context): TrackingClient {
   };
 }
 
-export function trackingHandlers(deps: Deps): HandlerMap<EventOperation | 'recordViewEventPixel' | 'identifyVisitor'> {
+export function trackingHandlers(deps: Deps): HandlerMap<TrackingOperation> {
   // the rules, limits included, are shared with the fast path (src/http/fast-path.ts)
   const tracking = trackingService(deps);
 
-  function event<K extends EventOperation>(name: TrackedEventName): HandlerFor<K> {
-    return (async (c, ctx) => {
-      await tracking.recordEvent(clientOf(ctx), c.request.params as PathIds, name, c.request.requestBody as Record<string, unknown>);
-      return { status: 202, body: { status: 'accepted' } };
-    }) as HandlerFor<K>;
+  function event<K extends EventOperation>(op: K): HandlerFor<K> {
+    return async (c, ctx) => {
+      const ids = c.request.params;
+      await tracking.submit(await tracking.admit(op, clientOf(ctx), ids, c.request.requestBody));
+      return TRACKING_OPERATIONS[op].answer(ids);
+    };
   }
 
+  const events = {} as { [K in EventOperation]: HandlerFor<K> };
+  for (const op of EVENT_OPERATIONS) (events as Record<EventOperation, unknown>)[op] = event(op);
+
   return {
+    ...events,
     identifyVisitor: async (c, ctx) => {
-      const ids = c.request.params as PathIds & { payload: string };
-      await tracking.identify(clientOf(ctx), ids);
-      return { status: 200, body: { core_id: ids.core_id } };
+      const ids = c.request.params;
+      await tracking.submit(await tracking.admit('identifyVisitor', clientOf(ctx), ids));
+      return TRACKING_OPERATIONS.identifyVisitor.answer(ids);
     },
-    recordViewEvent: event('view'),
-    recordUpdateCartEvent: event('updatecart'),
-    recordRemoveFromCartEvent: event('removefromcart'),
-    recordCheckoutEvent: event('checkout'),
-    recordBuyEvent: event('buy'),
-    recordProductViewEvent: event('productview'),
-    recordCategoryViewEvent: event('categoryview'),
     recordViewEventPixel: async (c, ctx) => {
-      const page = (c.request.query as { page?: string } | undefined)?.page ?? ctx.get('referer');
+      const page = c.request.query?.page ?? ctx.get('referer');
       if (!page || !/^https?:\/\//i.test(page) || page.length > 2048 || !URL.canParse(page)) {
         throw trackingError(400, 'invalid_request', 'The page URL is missing: pass ?page= or send a Referer');
       }
-      await tracking.recordEvent(clientOf(ctx), c.request.params as PathIds, 'view', { page });
-      return {
-        status: 200,
-        body: PIXEL as never,
-        type: 'image/gif',
-        headers: { 'Cache-Control': 'no-store' },
-      };
+      const ids = c.request.params;
+      await tracking.submit(await tracking.admit('recordViewEventPixel', clientOf(ctx), ids, { page }));
+      return TRACKING_OPERATIONS.recordViewEventPixel.answer(ids);
     },
   };
 }

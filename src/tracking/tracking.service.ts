@@ -1,27 +1,34 @@
-// The rules of the tracking requests (events, the view pixel, identify),
-// shared by the Koa handlers (tracking.handlers.ts) and the fast path
-// (src/http/fast-path.ts), so both apply the same limits, organisation and
-// origin checks, identity verification and geo-location, with ONE set of
-// limiters per process.
+// The admission of a tracking request (an event, the view pixel, identify):
+// ONE ordered list of checks (CHECKS below) that both transports run — the
+// Koa handlers (tracking.handlers.ts) and the fast path (src/http/fast-path.ts
+// through fast-ingest.ts) — with ONE set of limiters per process.
 //
-// - recordEvent / identify: the Koa path; a refusal throws its ApiError,
-//   in the order the contract's errors have always come (address limit,
-//   unknown organisation, organisation limit, origin, verification,
-//   identify limit).
-// - prepareEvent / prepareIdentify: the fast path; everything that could
-//   refuse is checked first WITHOUT charging a limit or counting a refusal.
-//   null means "something would refuse: hand the request to the Koa path",
-//   which then charges and refuses it exactly as it would have alone.
-//   Otherwise the limits are charged at once (no await in between, so what
-//   was checked still holds) and the returned function submits the item.
+// Each check decides without charging anything. The order is the order in
+// which the contract's errors have always come: validation (the identify
+// payload decodes), then — after the organisation's cached policy is read —
+// address limit, unknown organisation, organisation limit, origin,
+// verification, identify budget. From the policy read on nothing awaits, so
+// what the checks found still holds when the limits are charged.
+//
+// - admit (the Koa path): a refused request throws the first refusing
+//   check's ApiError, after charging the limits of the checks it passed
+//   (what a refused request has always spent); an admitted one charges every
+//   limit once.
+// - tryAdmit (the fast path): null when any check would refuse, with nothing
+//   charged nor counted, so that the Koa path, handed the request, charges
+//   and refuses it exactly as it would have alone; otherwise charged as
+//   admit charges.
+// - submit: hands the admitted item to ingest and resolves once it is
+//   committed (an identify's identity is then free to repeat for a while).
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
 import { createTrafficLimits, requestCost, type TrafficLimits } from '../http/traffic-limits.ts';
-import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
-import { verifyIdentify } from '../identity/verification.ts';
+import { type IdentifyClaim, verifyIdentify } from '../identity/verification.ts';
 import type { OrganisationPolicy } from '../platform/organisation-directory.ts';
-import { decodeIdentifyPayload } from './identify-payload.ts';
-import { checkOrigin } from './origin.ts';
+import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.ts';
+import type { IngestItem } from './ingest.types.ts';
+import { TRACKING_OPERATIONS, type TrackingAction, type TrackingOperation } from './operations.ts';
+import { checkOrigin, originAllowed } from './origin.ts';
 
 /** What the rules need of the HTTP request (as Koa's ctx.ip / ctx.get() give it). */
 export interface TrackingClient {
@@ -35,18 +42,59 @@ export interface TrackingClient {
   gpc: boolean;
 }
 
-export interface PathIds {
+/** The path parameters of the tracking operations (each operation's generated PathOf fits it). */
+export interface TrackingIds {
   org_id: number;
   roaming_id: string;
   core_id: string;
+  /** the events' (the literal `null` means none) */
   corex_id?: string;
+  /** identify's encoded IdentifyPayload */
+  payload?: string;
+}
+
+/** One request on its way through the checks: what they find is kept on it. */
+export class Admission {
+  readonly cost: number;
+  /** the organisation's policy (read before the checks that need it) */
+  policy: OrganisationPolicy | undefined = undefined;
+  /** identify: the decoded payload (validation), what it links (verification) and its identity (its budget) */
+  payload: IdentifyPayload | undefined = undefined;
+  claim: IdentifyClaim | undefined = undefined;
+  identity: string | undefined = undefined;
+  /** the refusal a check found (validation, verification), thrown by admit */
+  error: unknown = undefined;
+  /** the item to store, once admitted */
+  item: IngestItem | undefined = undefined;
+
+  constructor(
+    readonly client: TrackingClient,
+    readonly ids: TrackingIds,
+    readonly action: TrackingAction,
+    readonly body: Record<string, unknown> | undefined,
+  ) {
+    this.cost = requestCost(client.bodyChars);
+  }
+}
+
+/** One check of the admission sequence. */
+interface Check {
+  readonly name: string;
+  /** whether the request passes; decides without charging or counting anything */
+  passes(a: Admission): boolean;
+  /** a limit: charges it once the request is admitted (charging a limit that does not admit throws its 429) */
+  charge?(a: Admission): void;
+  /** throws the refusal; a limit without one refuses by charging */
+  refuse?(a: Admission): never;
 }
 
 export interface TrackingService {
-  recordEvent(client: TrackingClient, ids: PathIds, name: TrackedEventName, body: Record<string, unknown>): Promise<void>;
-  identify(client: TrackingClient, ids: PathIds & { payload: string }): Promise<void>;
-  prepareEvent(client: TrackingClient, ids: PathIds, name: TrackedEventName, body: Record<string, unknown>): Promise<(() => Promise<void>) | null>;
-  prepareIdentify(client: TrackingClient, ids: PathIds & { payload: string }): Promise<(() => Promise<void>) | null>;
+  /** The Koa path: the admitted request, charged; a refusal throws (see above). */
+  admit(op: TrackingOperation, client: TrackingClient, ids: TrackingIds, body?: Record<string, unknown>): Promise<Admission>;
+  /** The fast path: the admitted request, charged, or null when anything would refuse it (nothing charged). */
+  tryAdmit(op: TrackingOperation, client: TrackingClient, ids: TrackingIds, body?: Record<string, unknown>): Promise<Admission | null>;
+  /** Stores the admitted request's item; resolves once it is committed. */
+  submit(a: Admission): Promise<void>;
 }
 
 const services = new WeakMap<Deps, TrackingService>();
@@ -58,18 +106,102 @@ export function trackingService(deps: Deps): TrackingService {
   return s;
 }
 
-function unknownOrganisation(orgId: number) {
-  return trackingError(404, 'unknown_organisation', `Organisation ${orgId} does not exist or is not active`);
-}
+const rethrow = (a: Admission): never => {
+  throw a.error;
+};
 
 function createTrackingService(deps: Deps): TrackingService {
-  // tracking limits: per client address first, per organisation once it is known to exist,
-  // each request weighted by its body size (src/http/traffic-limits.ts)
+  // tracking limits: per client address, per organisation once it is known to exist,
+  // each request weighted by its body size, and identify's budget (src/http/traffic-limits.ts)
   const limits: TrafficLimits = createTrafficLimits('tracking', deps.config.trackingLimits, deps.metrics.trackingRefused);
 
-  function base(client: TrackingClient, ids: PathIds, policy: OrganisationPolicy) {
+  /** The admission sequence. CHECKS[0] runs before the policy is read, the rest after it without awaiting. */
+  const CHECKS: readonly Check[] = [
+    {
+      name: 'validation',
+      passes(a) {
+        if (a.action !== 'identify') return true;
+        try {
+          a.payload = decodeIdentifyPayload(a.ids.payload!);
+          return true;
+        } catch (e) {
+          a.error = e;
+          return false;
+        }
+      },
+      refuse: rethrow,
+    },
+    {
+      name: 'address limit',
+      passes: (a) => limits.allowsIp(a.client.ip, a.cost),
+      charge: (a) => limits.ip(a.client.ip, a.cost),
+    },
+    {
+      name: 'organisation',
+      passes: (a) => a.policy?.active === true,
+      refuse(a) {
+        throw trackingError(404, 'unknown_organisation', `Organisation ${a.ids.org_id} does not exist or is not active`);
+      },
+    },
+    {
+      name: 'organisation limit',
+      passes: (a) => limits.allowsOrg(a.ids.org_id, a.cost),
+      charge: (a) => limits.org(a.ids.org_id, a.cost),
+    },
+    {
+      name: 'origin',
+      passes: (a) => originAllowed(a.policy!, a.client.origin, a.client.referer),
+      refuse(a) {
+        checkOrigin(a.policy!, a.client.origin, a.client.referer);
+        throw new Error('unreachable: the origin check refused');
+      },
+    },
+    {
+      name: 'verification',
+      passes(a) {
+        if (a.action !== 'identify') return true;
+        try {
+          // identity verification: refused (403) before anything is stored
+          a.claim = verifyIdentify(a.policy!, a.payload!);
+        } catch (e) {
+          a.error = e;
+          return false;
+        }
+        // a new identity spends the address's identify budget; repeating one is free
+        a.identity = `${a.ids.org_id}\u0000${a.ids.core_id}\u0000${a.ids.payload}`;
+        return true;
+      },
+      refuse: rethrow,
+    },
+    {
+      name: 'identify budget',
+      passes: (a) => a.identity === undefined || limits.allowsIdentify(a.client.ip, a.identity),
+      charge(a) {
+        if (a.identity !== undefined) limits.identify(a.client.ip, a.identity);
+      },
+    },
+  ];
+
+  /** The index of the first check that refuses the request; -1 when none does. Charges nothing. */
+  async function examine(a: Admission): Promise<number> {
+    if (!CHECKS[0]!.passes(a)) return 0;
+    // one cached lookup: active, and the trust policy (no database round trip of its own)
+    a.policy = await deps.organisations.policy(a.ids.org_id);
+    for (let i = 1; i < CHECKS.length; i++) if (!CHECKS[i]!.passes(a)) return i;
+    return -1;
+  }
+
+  /** Charges the limits of the checks before `end` (all of them: CHECKS.length). */
+  function charge(a: Admission, end: number): void {
+    for (let i = 0; i < end; i++) CHECKS[i]!.charge?.(a);
+  }
+
+  /** The item of an admitted request. */
+  function itemOf(a: Admission): IngestItem {
+    const { client, ids } = a;
+    const policy = a.policy!;
     const ua = client.userAgent;
-    return {
+    const base = {
       orgId: ids.org_id,
       roamingId: ids.roaming_id,
       coreId: ids.core_id,
@@ -80,88 +212,41 @@ function createTrackingService(deps: Deps): TrackingService {
       // honoured under honor_gpc: the batch stores nothing of it that identifies or links (src/privacy/ingest-privacy.service.ts)
       gpc: client.gpc && policy.honorGpc,
     };
+    if (a.action === 'identify') return { ...base, kind: 'identify', claim: a.claim! };
+    const corexId = ids.corex_id === undefined || ids.corex_id === 'null' ? null : ids.corex_id;
+    return { ...base, kind: 'event', corexId, name: a.action, body: a.body! };
   }
-
-  async function visitorContext(client: TrackingClient, ids: PathIds) {
-    const cost = requestCost(client.bodyChars);
-    limits.ip(client.ip, cost);
-    // one cached lookup: active, and the trust policy (no database round trip of its own)
-    const policy = await deps.organisations.policy(ids.org_id);
-    if (!policy?.active) throw unknownOrganisation(ids.org_id);
-    limits.org(ids.org_id, cost);
-    checkOrigin(policy, client.origin, client.referer);
-    return base(client, ids, policy);
-  }
-
-  /** The policy when nothing up to the origin check would refuse; null otherwise. Charges nothing. */
-  async function admissible(client: TrackingClient, ids: PathIds): Promise<OrganisationPolicy | null> {
-    const policy = await deps.organisations.policy(ids.org_id);
-    if (!policy?.active) return null;
-    try {
-      checkOrigin(policy, client.origin, client.referer);
-    } catch {
-      return null;
-    }
-    return policy;
-  }
-
-  const corexOf = (ids: PathIds) => (ids.corex_id === undefined || ids.corex_id === 'null' ? null : ids.corex_id);
-  const identityOf = (ids: PathIds & { payload: string }) => `${ids.org_id}\u0000${ids.core_id}\u0000${ids.payload}`;
 
   return {
-    async recordEvent(client, ids, name, body) {
-      const b = await visitorContext(client, ids);
-      await deps.ingest.submit({ ...b, kind: 'event', corexId: corexOf(ids), name, body });
-    },
-
-    async identify(client, ids) {
-      const payload = decodeIdentifyPayload(ids.payload);
-      const b = await visitorContext(client, ids);
-      // identity verification: refused (403) before anything is stored
-      const claim = verifyIdentify(b.policy, payload);
-      // a new identity spends the address's identify budget; repeating one is free
-      const identity = identityOf(ids);
-      limits.identify(client.ip, identity);
-      await deps.ingest.submit({ ...b, kind: 'identify', claim });
-      limits.identified(identity);
-    },
-
-    async prepareEvent(client, ids, name, body) {
-      const policy = await admissible(client, ids);
-      const cost = requestCost(client.bodyChars);
-      if (!policy || !limits.admits(client.ip, ids.org_id, cost)) return null;
-      limits.ip(client.ip, cost);
-      limits.org(ids.org_id, cost);
-      const item = { ...base(client, ids, policy), kind: 'event' as const, corexId: corexOf(ids), name, body };
-      return () => deps.ingest.submit(item);
-    },
-
-    async prepareIdentify(client, ids) {
-      let payload;
-      try {
-        payload = decodeIdentifyPayload(ids.payload);
-      } catch {
-        return null;
+    async admit(op, client, ids, body) {
+      const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
+      const refused = await examine(a);
+      if (refused >= 0) {
+        // what the checks it passed have always charged, then its refusal
+        charge(a, refused);
+        const check = CHECKS[refused]!;
+        if (check.refuse) check.refuse(a);
+        check.charge!(a);
+        throw new Error(`admission: the ${check.name} check refused, but its limit admitted`);
       }
-      const policy = await admissible(client, ids);
-      if (!policy) return null;
-      let claim;
-      try {
-        claim = verifyIdentify(policy, payload);
-      } catch {
-        return null;
-      }
-      const identity = identityOf(ids);
-      const cost = requestCost(client.bodyChars);
-      if (!limits.admits(client.ip, ids.org_id, cost, identity)) return null;
-      limits.ip(client.ip, cost);
-      limits.org(ids.org_id, cost);
-      limits.identify(client.ip, identity);
-      const item = { ...base(client, ids, policy), kind: 'identify' as const, claim };
-      return async () => {
-        await deps.ingest.submit(item);
-        limits.identified(identity);
-      };
+      charge(a, CHECKS.length);
+      a.item = itemOf(a);
+      return a;
+    },
+
+    async tryAdmit(op, client, ids, body) {
+      const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
+      if ((await examine(a)) >= 0) return null;
+      charge(a, CHECKS.length);
+      a.item = itemOf(a);
+      return a;
+    },
+
+    submit(a) {
+      // an event's promise is ingest's own (no await of its own on the hot path)
+      const committed = deps.ingest.submit(a.item!);
+      const identity = a.identity;
+      return identity === undefined ? committed : committed.then(() => limits.identified(identity));
     },
   };
 }

@@ -1,8 +1,13 @@
 // Webhooks' side of an ingest batch: turns what the batch commits into
 // deliveries, written through the transactional outbox in the batch's own
 // transaction (so a delivery exists exactly when its event or identify does).
-// Which integrations receive what comes from the target cache; each kind of
-// notification has its own payload builder.
+// Which integrations receive what comes from the target cache, read before
+// the batch (forOrganisations: which organisations export events, which are
+// notified of contact matches); then, once, from what identity reports
+// happened (src/identity/batch.service.ts, screened by the privacy rules),
+// deliver builds one payload per notification (webhooks/payloads/*) and
+// enqueues them for every integration that receives it. It reads nothing of
+// identity and calls nothing back.
 import type { Tx } from '../db/tenancy.ts';
 import { enqueueDeliveries, type NewDelivery } from './outbox.repository.ts';
 import { contactMatchedPayload, type VisitorIds } from './payloads/contact-matched.ts';
@@ -14,10 +19,40 @@ export interface ContactRef {
   value: string;
 }
 
-export class FanOut {
-  private readonly deliveries: NewDelivery[] = [];
+/** An exported event: the event, its id, the contacts of its person (each `verified` when its link to the event's visitor is). */
+export interface EventToExport {
+  kind: 'event';
+  item: VisitorIds & {
+    orgId: number;
+    receivedAt: Date;
+    name: TrackedEventName;
+    body: Record<string, unknown>;
+    policy: { allowsUrl(url: string): boolean; exportUnverified: boolean };
+  };
+  eventId: number;
+  contacts: readonly (ContactRef & { verified: boolean })[];
+}
 
-  private constructor(private readonly targets: Map<number, Target[]>) {}
+/** A contact match: the identify, its visitor, the contacts newly linked, the person's recent activity. */
+export interface ContactMatch {
+  kind: 'matched';
+  item: { orgId: number; receivedAt: Date };
+  visitor: VisitorIds;
+  linked: readonly (ContactRef & { verified: boolean })[];
+  recent: { last_view: string[]; last_addtocart: string | null };
+}
+
+export class FanOut {
+  /** organisations with an integration that exports events */
+  readonly exportsEvents: ReadonlySet<number>;
+  /** organisations with an integration notified of contact matches */
+  readonly notifiesContacts: ReadonlySet<number>;
+
+  private constructor(private readonly targets: Map<number, Target[]>) {
+    const orgs = [...targets.keys()];
+    this.exportsEvents = new Set(orgs.filter((o) => this.targetsOf(o).some((t) => t.doEvents)));
+    this.notifiesContacts = new Set(orgs.filter((o) => this.targetsOf(o).some((t) => t.doContacts)));
+  }
 
   /** The fan-out for a batch touching these organisations (their targets read once). */
   static async forOrganisations(cache: TargetCache, orgIds: Iterable<number>): Promise<FanOut> {
@@ -26,14 +61,17 @@ export class FanOut {
     return new FanOut(targets);
   }
 
-  /** Whether any integration of the organisation exports events. */
-  exportsEvents(orgId: number): boolean {
-    return this.targetsOf(orgId).some((t) => t.doEvents);
-  }
-
-  /** Whether any integration of the organisation is notified of contact matches. */
-  notifiesContacts(orgId: number): boolean {
-    return this.targetsOf(orgId).some((t) => t.doContacts);
+  /**
+   * Writes the deliveries of what the batch did, in its order, into the
+   * outbox in the caller's transaction (the dispatcher is woken on commit).
+   */
+  deliver(tx: Tx, happened: readonly (EventToExport | ContactMatch)[]): Promise<void> {
+    const deliveries: NewDelivery[] = [];
+    for (const h of happened) {
+      if (h.kind === 'event') this.eventExported(deliveries, h);
+      else this.contactMatched(deliveries, h);
+    }
+    return enqueueDeliveries(tx, deliveries);
   }
 
   /**
@@ -41,17 +79,7 @@ export class FanOut {
    * integration that exports events; `verified` when the contact's link to
    * the event's visitor is. Under `export_unverified: false` only those.
    */
-  eventExported(
-    e: VisitorIds & {
-      orgId: number;
-      receivedAt: Date;
-      name: TrackedEventName;
-      body: Record<string, unknown>;
-      policy: { allowsUrl(url: string): boolean; exportUnverified: boolean };
-    },
-    eventId: number,
-    contacts: readonly (ContactRef & { verified: boolean })[],
-  ): void {
+  private eventExported(deliveries: NewDelivery[], { item: e, eventId, contacts }: EventToExport): void {
     const exportTo = this.targetsOf(e.orgId).filter((t) => t.doEvents);
     if (exportTo.length === 0) return;
     for (const contact of contacts) {
@@ -70,16 +98,12 @@ export class FanOut {
           allowsUrl: (url) => e.policy.allowsUrl(url),
         }),
       );
-      for (const t of exportTo) this.deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'event', body: payload });
+      for (const t of exportTo) deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'event', body: payload });
     }
   }
 
   /** One contact-match notification per newly linked contact, to every integration notified of them. */
-  contactMatched(
-    e: { orgId: number; receivedAt: Date; visitor: VisitorIds },
-    linked: readonly (ContactRef & { verified: boolean })[],
-    recent: { last_view: string[]; last_addtocart: string | null },
-  ): void {
+  private contactMatched(deliveries: NewDelivery[], { item: e, visitor, linked, recent }: ContactMatch): void {
     const notify = this.targetsOf(e.orgId).filter((t) => t.doContacts);
     for (const c of linked) {
       const payload = JSON.stringify(
@@ -89,18 +113,13 @@ export class FanOut {
           type: c.type,
           verified: c.verified,
           at: e.receivedAt,
-          visitor: e.visitor,
+          visitor,
           lastView: recent.last_view,
           lastAddToCart: recent.last_addtocart,
         }),
       );
-      for (const t of notify) this.deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'matched', body: payload });
+      for (const t of notify) deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'matched', body: payload });
     }
-  }
-
-  /** Writes the deliveries into the outbox, in the caller's transaction (the dispatcher is woken on commit). */
-  enqueue(tx: Tx): Promise<void> {
-    return enqueueDeliveries(tx, this.deliveries);
   }
 
   private targetsOf(orgId: number): Target[] {

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import pg from 'pg';
 import { verifyIdentify } from '../../src/identity/verification.ts';
-import { processBatch } from '../../src/tracking/batch.service.ts';
+import { prepareBatch, processBatch } from '../../src/tracking/batch.service.ts';
 import type { IngestItem } from '../../src/tracking/ingest.types.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
@@ -67,7 +67,7 @@ describe('identity: identifies written together give what one by one gives', () 
     });
   }
 
-  const batch = (its: IngestItem[]) => srv.deps.db.transaction().execute((tx) => processBatch(srv.deps, tx, its));
+  const batch = (its: IngestItem[]) => srv.deps.db.transaction().execute(async (tx) => processBatch(tx, await prepareBatch(srv.deps, tx, its)));
 
   /** What a batch leaves behind, with the organisation's own ids and domain taken out. */
   async function state(s: Awaited<ReturnType<typeof shop>>) {

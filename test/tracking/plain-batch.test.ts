@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import { VISITOR_TOUCH_SECONDS } from '../../src/identity/identity.repository.ts';
-import { processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
+import { prepareBatch, processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
 import type { EventItem, IdentifyItem, IngestItem } from '../../src/tracking/ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
@@ -92,7 +92,7 @@ describe('tracking: a plain batch is one statement that stores what the transact
     ];
     const [pa, pb, ta, tb] = [unique('p'), unique('p'), unique('t'), unique('t')];
     await storePlainBatch(srv.deps.db, batch(pa, pb));
-    await srv.deps.db.transaction().execute((tx) => processBatch(srv.deps, tx, batch(ta, tb)));
+    await srv.deps.db.transaction().execute(async (tx) => processBatch(tx, await prepareBatch(srv.deps, tx, batch(ta, tb))));
     for (const [p, t] of [
       [pa, ta],
       [pb, tb],
