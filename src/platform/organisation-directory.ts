@@ -25,6 +25,8 @@ export interface OrganisationPolicy {
   identitySecret: string | null;
   /** honour `Sec-GPC: 1` (honor_gpc): such a request stores no contact, causes no notification, links no event */
   honorGpc: boolean;
+  /** keep known bots out (filter_bots): their requests are answered but store nothing (src/tracking/bots.ts) */
+  filterBots: boolean;
   /**
    * the organisation's suppression list is not empty: its identifies must be
    * checked against it (src/privacy/suppression.repository.ts suppressedAmong);
@@ -72,6 +74,7 @@ export function policyOf(row: PolicyRow, cipher: Cipher): OrganisationPolicy {
     exportUnverified: row.export_unverified,
     identitySecret,
     honorGpc: row.honor_gpc,
+    filterBots: row.filter_bots,
     suppressing: row.suppressing,
     allowsUrl,
     allowsHost: (host) => hostAllowed(host, allowedDomains),

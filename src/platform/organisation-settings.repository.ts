@@ -19,6 +19,7 @@ export interface PolicyRow {
   export_unverified: boolean;
   identity_secret_enc: string | null;
   honor_gpc: boolean;
+  filter_bots: boolean;
   /** the organisation's suppression list is not empty (src/privacy/suppression.repository.ts) */
   suppressing: boolean;
 }
@@ -41,6 +42,7 @@ export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | 
       'export_unverified',
       'identity_secret_enc',
       'honor_gpc',
+      'filter_bots',
     ])
     .select(({ exists, selectFrom }) =>
       // correlated by the distribution column and named: one shard under Citus
@@ -66,6 +68,7 @@ export interface SettingsChange {
   honor_gpc?: boolean;
   /** null: keep visitors */
   visitor_retention_days?: number | null;
+  filter_bots?: boolean;
 }
 
 /** Applies the settings sent (at least one) and touches modified_at. */

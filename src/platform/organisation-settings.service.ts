@@ -1,5 +1,6 @@
 // An organisation's trust settings (DESIGN.md §6 "Trust") and privacy
-// settings (README "Privacy": honor_gpc, visitor_retention_days): how they
+// settings (README "Privacy": honor_gpc, visitor_retention_days) and
+// filter_bots (README "Bots"): how they
 // read (OrganisationDetail), updateOrganisationSettings and
 // rotateIdentitySecret.
 // Every change drops the organisation's cached policy in this process and,
@@ -25,7 +26,14 @@ import type { Cipher } from './secrets.ts';
 type SettingsDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
 export type TrustSettings = Pick<
   Schemas['OrganisationDetail'],
-  'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'export_unverified' | 'identity_secret' | 'honor_gpc' | 'visitor_retention_days'
+  | 'identity_verification'
+  | 'allowed_domains'
+  | 'enforce_origin'
+  | 'export_unverified'
+  | 'identity_secret'
+  | 'honor_gpc'
+  | 'visitor_retention_days'
+  | 'filter_bots'
 >;
 
 /** A new identity secret, sealed with the server's cipher for storage. */
@@ -54,6 +62,7 @@ export async function trustSettings(deps: SettingsDeps, row: OrganisationRow): P
     identity_secret: deps.cipher.decrypt(sealed),
     honor_gpc: row.honor_gpc,
     visitor_retention_days: row.visitor_retention_days,
+    filter_bots: row.filter_bots,
   };
 }
 
@@ -104,12 +113,13 @@ export async function changeSettings<T>(
   if (body.export_unverified !== undefined) change.export_unverified = body.export_unverified;
   if (body.honor_gpc !== undefined) change.honor_gpc = body.honor_gpc;
   if (body.visitor_retention_days !== undefined) change.visitor_retention_days = parseRetentionDays(body.visitor_retention_days);
+  if (body.filter_bots !== undefined) change.filter_bots = body.filter_bots;
   if (Object.keys(change).length === 0) {
     throw invalid([
       {
         path: '',
         message:
-          'must set at least one of identity_verification, allowed_domains, enforce_origin, export_unverified, honor_gpc, visitor_retention_days',
+          'must set at least one of identity_verification, allowed_domains, enforce_origin, export_unverified, honor_gpc, visitor_retention_days, filter_bots',
       },
     ]);
   }

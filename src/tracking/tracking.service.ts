@@ -22,6 +22,7 @@ import { verifyIdentify } from '../identity/verification.ts';
 import type { OrganisationPolicy } from '../platform/organisation-directory.ts';
 import { decodeIdentifyPayload } from './identify-payload.ts';
 import { checkOrigin } from './origin.ts';
+import { botReason } from './bots.ts';
 
 /** What the rules need of the HTTP request (as Koa's ctx.ip / ctx.get() give it). */
 export interface TrackingClient {
@@ -33,6 +34,8 @@ export interface TrackingClient {
   bodyChars: number;
   /** the request carried `Sec-GPC: 1` (Global Privacy Control; any other value is no signal) */
   gpc: boolean;
+  /** the tracker reported navigator.webdriver (`?webdriver=1`, src/tracking/bots.ts); absent: false */
+  webdriver?: boolean;
 }
 
 export interface PathIds {
@@ -79,6 +82,7 @@ function createTrackingService(deps: Deps): TrackingService {
       policy,
       // honoured under honor_gpc: the batch stores nothing of it that identifies or links (src/privacy/ingest-privacy.service.ts)
       gpc: client.gpc && policy.honorGpc,
+      bot: botReason(client, policy),
     };
   }
 
