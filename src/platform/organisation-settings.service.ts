@@ -1,8 +1,8 @@
 // An organisation's trust settings (DESIGN.md §6 "Trust") and privacy
-// settings (README "Privacy": honor_gpc, visitor_retention_days) and
-// filter_bots (README "Bots"): how they
+// settings (README "Privacy": honor_gpc, visitor_retention_days): how they
 // read (OrganisationDetail), updateOrganisationSettings and
 // rotateIdentitySecret.
+// filter_bots (README "Bots") is read and changed here as well.
 // Every change drops the organisation's cached policy in this process and,
 // through `trackway_organisations`, in every other one.
 import type { Deps } from '../deps.ts';
