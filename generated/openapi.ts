@@ -430,6 +430,10 @@ export interface paths {
          *       contacts when nothing else refers to them, exactly as an erase
          *       request would (receivers get `contactErased`); `null` (the default)
          *       keeps them.
+         *     - `filter_bots`: keep known bots out (crawlers and headless browsers,
+         *       by their `User-Agent` or the tracker's `navigator.webdriver`): their
+         *       tracking requests are answered as usual but store nothing and notify
+         *       no one; they are counted in the stats. `true` by default.
          *
          *     Running Trackway processes apply a change within seconds. An
          *     organisation not assigned to the caller answers 403 (code 4030);
@@ -496,7 +500,8 @@ export interface paths {
          * Read an organisation's activity statistics
          * @description Counts of visitors, contacts and events over the last 24 hours and 7
          *     days, and events per hour for the last 24 hours (oldest hour first, the
-         *     current partial hour last). An organisation not assigned to the caller
+         *     current partial hour last); the tracking requests kept out as known
+         *     bots (`filter_bots`) by reason. An organisation not assigned to the caller
          *     answers 403 (code 4030).
          */
         get: operations["getOrganisationStats"];
@@ -931,6 +936,10 @@ export interface paths {
          *     off can add `data-honor-gpc="false"` to the `script` element to have
          *     the tracker send as usual.
          *
+         *     Bots: when `navigator.webdriver` is `true` (a browser driven by
+         *     automation), the tracker adds `?webdriver=1` to what it sends; under
+         *     the organisation's `filter_bots` the server stores none of it.
+         *
          *     Calls made before the script has loaded are queued as arrays:
          *     `window.trackway = window.trackway || []; trackway.push(['identify', {email: 'jane@example.com'}])`.
          *     The tracker sends with `navigator.sendBeacon` (a `text/plain` body) or
@@ -950,7 +959,13 @@ export interface paths {
     };
     "/jsv1/identify/{org_id}/{roaming_id}/{core_id}/{payload}": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -1037,6 +1052,12 @@ export interface paths {
          *       stored (no visitor, no event) and nothing is sent, for identifies
          *       and events alike.
          *
+         *     Bots (the organisation's `filter_bots`, on by default): a request whose
+         *     `User-Agent` is a known crawler's or headless browser's, or that
+         *     carries `webdriver=1`, answers as usual and stores nothing at all (no
+         *     visitor, contact, link or event) and notifies no one; it is counted
+         *     in the organisation's stats. The same holds for every event.
+         *
          *     A payload that is not valid base64, not JSON, or not a valid
          *     `IdentifyPayload` answers 400 `invalid_payload`; bad identifiers answer
          *     400 `invalid_request`; an unknown or inactive organisation answers 404
@@ -1053,7 +1074,13 @@ export interface paths {
     };
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/view": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -1115,7 +1142,13 @@ export interface paths {
     };
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/updatecart": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -1169,7 +1202,13 @@ export interface paths {
     };
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/removefromcart": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -1221,7 +1260,13 @@ export interface paths {
     };
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/checkout": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -1274,7 +1319,13 @@ export interface paths {
     };
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/buy": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -1326,7 +1377,13 @@ export interface paths {
     };
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/productview": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -1381,7 +1438,13 @@ export interface paths {
     };
     "/jsv1/{org_id}/{roaming_id}/{core_id}/{corex_id}/event/categoryview": {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -1886,7 +1949,7 @@ export interface components {
             /** @description `""` on creation. */
             features_enabled: string;
         };
-        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`, `export_unverified`), `identity_secret`, and its privacy settings (`honor_gpc`, `visitor_retention_days`). */
+        /** @description An organisation as read back by its platform: every `Organisation` field plus the `organisation_name` given at registration and its trust settings (`identity_verification`, `allowed_domains`, `enforce_origin`, `export_unverified`), `identity_secret`, and its privacy settings (`honor_gpc`, `visitor_retention_days`), and `filter_bots`. */
         OrganisationDetail: {
             id: components["schemas"]["ResourceId"];
             /** @description Organisation token; send it as `org_token` to the analytics host. Stored encrypted (it cannot be read from the database in clear). */
@@ -1917,6 +1980,7 @@ export interface components {
             identity_secret: string;
             honor_gpc: components["schemas"]["HonorGpc"];
             visitor_retention_days: components["schemas"]["VisitorRetentionDays"];
+            filter_bots: components["schemas"]["FilterBots"];
         };
         OrganisationList: {
             items: components["schemas"]["OrganisationDetail"][];
@@ -1943,6 +2007,7 @@ export interface components {
             export_unverified?: boolean;
             honor_gpc?: components["schemas"]["HonorGpc"];
             visitor_retention_days?: components["schemas"]["VisitorRetentionDays"];
+            filter_bots?: components["schemas"]["FilterBots"];
         };
         LoginRequest: {
             /** @description Email of the platform account (case-insensitive). */
@@ -2269,7 +2334,7 @@ export interface components {
             hour: components["schemas"]["Timestamp"];
             count: number;
         };
-        /** @description Activity of one organisation over the last 24 hours and 7 days (rolling windows ending now). Visitors count distinct `core_id`s seen; contacts count distinct contacts linked by identify calls; events count recorded tracking events. */
+        /** @description Activity of one organisation over the last 24 hours and 7 days (rolling windows ending now). Visitors count distinct `core_id`s seen; contacts count distinct contacts linked by identify calls; events count recorded tracking events. `bots_24h` and `bots_7d` count the tracking requests kept out as known bots (`filter_bots`), by reason, in whole UTC hours (the last 24, and the last 168, the current hour included). */
         OrganisationStats: {
             visitors_24h: number;
             visitors_7d: number;
@@ -2279,6 +2344,13 @@ export interface components {
             events_7d: number;
             /** @description Events per UTC hour for the last 24 hours, oldest first, the current hour last. */
             events_per_hour: components["schemas"]["HourlyCount"][];
+            bots_24h: components["schemas"]["BotCounts"];
+            bots_7d: components["schemas"]["BotCounts"];
+        };
+        /** @description Tracking requests (identifies, events, pixels) answered but not stored because they came from a known bot (the organisation's `filter_bots`), by reason: `user_agent`, a `User-Agent` on the kept list of crawlers and headless browsers; `webdriver`, the tracker reported `navigator.webdriver` (a request with both counts as `user_agent`). Counted within a second or so of the request. */
+        BotCounts: {
+            user_agent: number;
+            webdriver: number;
         };
         /** @description A learning event accepted by the analytics host. */
         LearnEvent: {
@@ -2544,6 +2616,8 @@ export interface components {
         HonorGpc: boolean;
         /** @description Visitors not seen for this many days are erased by the hourly maintenance, with their persons and contacts when nothing else refers to them, exactly as an erase request would. `null` (the default) keeps them. */
         VisitorRetentionDays: number | null;
+        /** @description Keep known bots out: a tracking request (identify, an event, the pixel) from a known crawler or headless browser (its `User-Agent` on the kept list of bots, or the tracker reporting `navigator.webdriver`) is answered as usual but stores nothing (no visitor, event, contact or link) and notifies no one; it is counted in the organisation's stats (`bots_24h`, `bots_7d`). Plain HTTP clients (curl, server-side libraries) are not taken for bots. `true` by default. */
+        FilterBots: boolean;
         /** @description The person a request is about, by exactly one identifier: an `email` or a `phone` (normalised as identify stores contacts: an email trimmed and lower-cased, a phone without spaces, dashes, dots and brackets), or a visitor's `core_id`. It resolves to the whole person: every visitor joined to it (by a shared contact or `corex_id`), their contacts, events and the notifications sent about them. Trackway keeps only a keyed hash of it, and the identifier itself, encrypted, only until the request has run. */
         PrivacySubject: {
             /** @description An email address; surrounding spaces are ignored, case is not significant. */
@@ -3216,6 +3290,11 @@ export interface components {
          * @example 1
          */
         SecGpc: string;
+        /**
+         * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+         * @example 1
+         */
+        Webdriver: string;
         /**
          * @description ETag of a cached copy; a match answers 304 without a body.
          * @example "3f2a1c9b"
@@ -4154,7 +4233,8 @@ export interface operations {
                      *           "export_unverified": true,
                      *           "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
                      *           "honor_gpc": true,
-                     *           "visitor_retention_days": null
+                     *           "visitor_retention_days": null,
+                     *           "filter_bots": true
                      *         }
                      *       ],
                      *       "next_cursor": "eyJpZCI6NDJ9"
@@ -4220,7 +4300,8 @@ export interface operations {
                      *       "export_unverified": true,
                      *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
                      *       "honor_gpc": true,
-                     *       "visitor_retention_days": null
+                     *       "visitor_retention_days": null,
+                     *       "filter_bots": true
                      *     }
                      */
                     "application/json": components["schemas"]["OrganisationDetail"];
@@ -4290,7 +4371,8 @@ export interface operations {
                      *       "export_unverified": true,
                      *       "identity_secret": "5c1e0f3a9b7d24e68f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d4f6a8c0e1b3d",
                      *       "honor_gpc": true,
-                     *       "visitor_retention_days": null
+                     *       "visitor_retention_days": null,
+                     *       "filter_bots": true
                      *     }
                      */
                     "application/json": components["schemas"]["OrganisationDetail"];
@@ -4356,7 +4438,8 @@ export interface operations {
                      *       "export_unverified": true,
                      *       "identity_secret": "9d2f4b6a8c0e1f3a5b7c9d1e3f5a7b9c0d2e4f6a8b1c3d5e7f9a0b2c4d6e8f1a",
                      *       "honor_gpc": true,
-                     *       "visitor_retention_days": null
+                     *       "visitor_retention_days": null,
+                     *       "filter_bots": true
                      *     }
                      */
                     "application/json": components["schemas"]["OrganisationDetail"];
@@ -4503,7 +4586,15 @@ export interface operations {
                      *           "hour": "2024-05-15T09:00:00Z",
                      *           "count": 51
                      *         }
-                     *       ]
+                     *       ],
+                     *       "bots_24h": {
+                     *         "user_agent": 41,
+                     *         "webdriver": 3
+                     *       },
+                     *       "bots_7d": {
+                     *         "user_agent": 288,
+                     *         "webdriver": 17
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["OrganisationStats"];
@@ -5528,7 +5619,13 @@ export interface operations {
     };
     identifyVisitor: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -5610,6 +5707,11 @@ export interface operations {
         parameters: {
             query?: {
                 /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+                /**
                  * @description URL of the viewed page. When absent, the `Referer` header is used.
                  * @example https://shop.example.com/collections/summer
                  */
@@ -5672,7 +5774,13 @@ export interface operations {
     };
     recordViewEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -5727,7 +5835,13 @@ export interface operations {
     };
     recordUpdateCartEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -5794,7 +5908,13 @@ export interface operations {
     };
     recordRemoveFromCartEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -5852,7 +5972,13 @@ export interface operations {
     };
     recordCheckoutEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -5920,7 +6046,13 @@ export interface operations {
     };
     recordBuyEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -5983,7 +6115,13 @@ export interface operations {
     };
     recordProductViewEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.
@@ -6040,7 +6178,13 @@ export interface operations {
     };
     recordCategoryViewEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description `1` says the browser reports `navigator.webdriver`: it is driven by automation (a headless crawler, Selenium, Playwright, Puppeteer). The browser tracker adds it to its requests then. Under the organisation's `filter_bots` (the default) such a request is answered as usual but stores nothing and notifies no one, like one whose `User-Agent` is a known bot's. Any other value, or none, is no signal.
+                 * @example 1
+                 */
+                webdriver?: components["parameters"]["Webdriver"];
+            };
             header?: {
                 /**
                  * @description Global Privacy Control: browsers (and extensions) that carry the user's opt-out of sale and sharing send `1`, the only value the GPC specification defines; any other value, or none, is no signal. Under the organisation's `honor_gpc` (the default) the request is answered as usual, but an identify stores no contact and no name and notifies nobody, and the request's events are stored without being linked to a person: no recent activity, no product catalogue entry, no `corex_id` stitching, never exported.

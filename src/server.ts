@@ -27,6 +27,8 @@ import { startPartitionMaintenance } from './tracking/partitions.ts';
 import { createOrganisationDirectory } from './platform/organisation-directory.ts';
 import { loadGeoLocator } from './tracking/geo.ts';
 import { createIngestor } from './tracking/ingest.ts';
+import { keepBotsOut } from './tracking/bots.ts';
+import { BotTally } from './tracking/bot-counts.ts';
 import { fastTrackingHandlers } from './tracking/fast-ingest.ts';
 import { SubjectHasher } from './privacy/subject-hash.ts';
 import { suppressionCheck } from './privacy/suppression.service.ts';
@@ -67,7 +69,8 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const organisations = createOrganisationDirectory(db, cipher, suppressionCheck(db));
   const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
   const subjects = new SubjectHasher(cipher);
-  const ingest = createIngestor({ db, log, metrics, targets, subjects });
+  // known bots are answered without being queued (README "Bots")
+  const ingest = keepBotsOut(createIngestor({ db, log, metrics, targets, subjects }), new BotTally(db, log, metrics));
   return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest, subjects };
 }
 

@@ -24,6 +24,7 @@ export const TENANT_TABLES: readonly { table: string; column: string }[] = [
   { table: 'webhook_endpoint_health', column: 'org_id' },
   { table: 'privacy_requests', column: 'org_id' },
   { table: 'privacy_suppressions', column: 'org_id' },
+  { table: 'bot_requests', column: 'org_id' },
 ];
 
 /** Small tables read by key, copied to every node; in an order that respects their foreign keys. */

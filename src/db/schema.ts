@@ -69,6 +69,8 @@ export interface OrganisationsTable {
   identity_secret_enc: string | null;
   /** privacy (migration 2026-11-26T0100): honour `Sec-GPC: 1` (default true) */
   honor_gpc: Generated<boolean>;
+  /** keep known bots out of tracking (migration 2026-11-26T0300, default true) */
+  filter_bots: Generated<boolean>;
   /** erase visitors not seen for this many days (1–3650); null: keep them */
   visitor_retention_days: number | null;
 }
@@ -286,6 +288,14 @@ export interface PrivacySuppressionsTable {
   request_id: number;
 }
 
+/** Tracking requests kept out as bots, per organisation, UTC hour and reason (migration 2026-11-26T0300). */
+export interface BotRequestsTable {
+  org_id: number;
+  hour: Timestamp;
+  reason: 'user_agent' | 'webdriver';
+  requests: number;
+}
+
 /** lookup tables (reference tables under Citus), written with the row they point to (migration 2026-11-23T0400) */
 export interface OrganisationDomainsTable {
   domain_key: string;
@@ -325,4 +335,5 @@ export interface DB {
   integration_owners: IntegrationOwnersTable;
   privacy_requests: PrivacyRequestsTable;
   privacy_suppressions: PrivacySuppressionsTable;
+  bot_requests: BotRequestsTable;
 }

@@ -46,38 +46,9 @@ import type { ApiError } from './errors.ts';
 import { errorFor, recordOutcome, type RequestFacts, requestIdOf } from './outcome.ts';
 import { validateResponse } from './response-validation.ts';
 import type { FastRouter } from './router.ts';
-import type { OperationId, PathOf, RequestBodyOf, SuccessOf } from './types.ts';
+import type { FastHandlers, OperationId } from './types.ts';
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void;
-
-/**
- * What a fast handler of operation K gets: the request as the Koa path would
- * hand it to its handler and rules, typed from generated/openapi.ts as the
- * Koa handlers' are (src/http/types.ts).
- */
-export interface FastRequest<K extends OperationId> {
-  /** path parameters, validated and coerced by the contract's validators */
-  params: PathOf<K>;
-  /** the parsed, validated body (undefined for operations without one) */
-  body: RequestBodyOf<K>;
-  /** as Koa's ctx.ip and ctx.get() give them */
-  ip: string;
-  origin: string;
-  referer: string;
-  userAgent: string;
-  /** length of the decoded body text (0 without a body), as the Koa path's rawBody.length */
-  bodyChars: number;
-  /** `Sec-GPC: 1` (Global Privacy Control), as ctx.get('sec-gpc') === '1' reads it */
-  gpc: boolean;
-}
-
-/**
- * An area's fast handler: null when anything would refuse the request (it is
- * then handed to the Koa app, so it must have charged and stored nothing);
- * otherwise a function that does the work and gives the success answer.
- */
-export type FastHandler<K extends OperationId> = (r: FastRequest<K>) => Promise<(() => Promise<SuccessOf<K>>) | null>;
-export type FastHandlers = { [K in OperationId]?: FastHandler<K> };
 
 /** A fast handler as the listener calls it: with what the contract's validators accepted for its operation. */
 type ValidatedHandler = (r: {

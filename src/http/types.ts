@@ -62,3 +62,32 @@ export type OpContext<K extends OperationId> = Omit<OasContext, 'request' | 'sec
 export type HandlerFor<K extends OperationId> = (c: OpContext<K>, ctx: Koa.Context) => Promise<SuccessOf<K>> | SuccessOf<K>;
 
 export type HandlerMap<K extends OperationId = OperationId> = { [Id in K]: HandlerFor<Id> };
+
+/**
+ * What a fast handler of operation K gets: the request as the Koa path would
+ * hand it to its handler and rules, typed from generated/openapi.ts as the
+ * Koa handlers' are; the fast path (src/http/fast-path.ts) builds it (above).
+ */
+export interface FastRequest<K extends OperationId> {
+  /** path parameters, validated and coerced by the contract's validators */
+  params: PathOf<K>;
+  /** the parsed, validated body (undefined for operations without one) */
+  body: RequestBodyOf<K>;
+  /** as Koa's ctx.ip and ctx.get() give them */
+  ip: string;
+  origin: string;
+  referer: string;
+  userAgent: string;
+  /** length of the decoded body text (0 without a body), as the Koa path's rawBody.length */
+  bodyChars: number;
+  /** `Sec-GPC: 1` (Global Privacy Control), as ctx.get('sec-gpc') === '1' reads it */
+  gpc: boolean;
+}
+
+/**
+ * An area's fast handler: null when anything would refuse the request (it is
+ * then handed to the Koa app, so it must have charged and stored nothing);
+ * otherwise a function that does the work and gives the success answer.
+ */
+export type FastHandler<K extends OperationId> = (r: FastRequest<K>) => Promise<(() => Promise<SuccessOf<K>>) | null>;
+export type FastHandlers = { [K in OperationId]?: FastHandler<K> };

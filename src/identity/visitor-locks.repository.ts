@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { Executor } from '../db/tenancy.ts';
-import type { VisitorTouch } from './identity.repository.ts';
+import type { VisitorTouch } from './visitors-upsert.repository.ts';
 
 /** The key of a visitor in the maps of a batch. */
 export function visitorKey(orgId: number | string, coreId: string): string {

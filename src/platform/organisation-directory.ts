@@ -27,6 +27,8 @@ export interface OrganisationPolicy {
   identitySecret: string | null;
   /** honour `Sec-GPC: 1` (honor_gpc): such a request stores no contact, causes no notification, links no event */
   honorGpc: boolean;
+  /** keep known bots out (filter_bots): their requests are answered but store nothing (src/tracking/bots.ts) */
+  filterBots: boolean;
   /**
    * the organisation's suppression list is not empty: its identifies must be
    * checked against it (src/privacy/suppression.repository.ts suppressedAmong);
@@ -78,6 +80,7 @@ export function policyOf(row: PolicyRow, suppressing: boolean, cipher: Cipher): 
     identitySecret,
     honorGpc: row.honor_gpc,
     suppressing,
+    filterBots: row.filter_bots,
     allowsUrl,
     allowsHost: (host) => hostAllowed(host, allowedDomains),
   };

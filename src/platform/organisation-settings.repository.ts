@@ -17,6 +17,7 @@ export interface PolicyRow {
   export_unverified: boolean;
   identity_secret_enc: string | null;
   honor_gpc: boolean;
+  filter_bots: boolean;
 }
 
 /** What the tracking hot path needs of an organisation (read through a cache, src/platform/organisation-directory.ts). */
@@ -33,6 +34,7 @@ export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | 
       'export_unverified',
       'identity_secret_enc',
       'honor_gpc',
+      'filter_bots',
     ])
     .where('id', '=', orgId)
     .executeTakeFirst();
@@ -47,6 +49,7 @@ export interface SettingsChange {
   honor_gpc?: boolean;
   /** null: keep visitors */
   visitor_retention_days?: number | null;
+  filter_bots?: boolean;
 }
 
 /** Applies the settings sent (at least one) and touches modified_at. */

@@ -2,6 +2,7 @@
 // settings (README "Privacy": honor_gpc, visitor_retention_days): how they
 // read (OrganisationDetail), updateOrganisationSettings and
 // rotateIdentitySecret.
+// filter_bots (README "Bots") is read and changed here as well.
 // Every change drops the organisation's cached policy in this process and,
 // through `trackway_organisations`, in every other one.
 import type { Deps } from '../deps.ts';
@@ -28,7 +29,14 @@ export { announceOrganisationChange, organisationsWithRetention } from './organi
 type SettingsDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
 export type TrustSettings = Pick<
   Schemas['OrganisationDetail'],
-  'identity_verification' | 'allowed_domains' | 'enforce_origin' | 'export_unverified' | 'identity_secret' | 'honor_gpc' | 'visitor_retention_days'
+  | 'identity_verification'
+  | 'allowed_domains'
+  | 'enforce_origin'
+  | 'export_unverified'
+  | 'identity_secret'
+  | 'honor_gpc'
+  | 'visitor_retention_days'
+  | 'filter_bots'
 >;
 
 /** A new identity secret, sealed with the server's cipher for storage. */
@@ -57,6 +65,7 @@ export async function trustSettings(deps: SettingsDeps, row: OrganisationRow): P
     identity_secret: deps.cipher.decrypt(sealed),
     honor_gpc: row.honor_gpc,
     visitor_retention_days: row.visitor_retention_days,
+    filter_bots: row.filter_bots,
   };
 }
 
@@ -107,12 +116,13 @@ export async function changeSettings<T>(
   if (body.export_unverified !== undefined) change.export_unverified = body.export_unverified;
   if (body.honor_gpc !== undefined) change.honor_gpc = body.honor_gpc;
   if (body.visitor_retention_days !== undefined) change.visitor_retention_days = parseRetentionDays(body.visitor_retention_days);
+  if (body.filter_bots !== undefined) change.filter_bots = body.filter_bots;
   if (Object.keys(change).length === 0) {
     throw invalid([
       {
         path: '',
         message:
-          'must set at least one of identity_verification, allowed_domains, enforce_origin, export_unverified, honor_gpc, visitor_retention_days',
+          'must set at least one of identity_verification, allowed_domains, enforce_origin, export_unverified, honor_gpc, visitor_retention_days, filter_bots',
       },
     ]);
   }

@@ -30,6 +30,7 @@ const ORGANISATION_COLUMNS = [
   'organisations.identity_secret_enc',
   'organisations.honor_gpc',
   'organisations.visitor_retention_days',
+  'organisations.filter_bots',
 ] as const;
 
 /** An organisation as read here: its columns (the token in clear only in rows not yet sealed, see organisationToken), timestamps as microsecond ISO text. */

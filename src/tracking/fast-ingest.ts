@@ -4,8 +4,7 @@
 // unless it admits, and answers what TRACKING_OPERATIONS says (operations.ts,
 // the Koa handlers' table too).
 import type { Deps } from '../deps.ts';
-import type { FastHandlers, FastRequest } from '../http/fast-path.ts';
-import type { SuccessOf } from '../http/types.ts';
+import type { FastHandlers, FastRequest, SuccessOf } from '../http/types.ts';
 import { type EventOperation, TRACKING_OPERATIONS } from './operations.ts';
 import { trackingService } from './tracking.service.ts';
 

@@ -2,6 +2,7 @@
 import type { Location } from '../db/schema.ts';
 import type { IdentifyClaim } from '../identity/verification.ts';
 import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
+import type { BotReason } from './bots.ts';
 
 /** The parts of the organisation's policy (src/platform/organisation-directory.ts) the batch applies. */
 export interface IngestPolicy {
@@ -28,6 +29,8 @@ interface VisitorContext {
    * (src/privacy/ingest-privacy.service.ts); absent: false
    */
   gpc?: boolean;
+  /** from a known bot, and the organisation keeps them out (filter_bots): stored nowhere, only counted (src/tracking/bots.ts); absent: not a bot */
+  bot?: BotReason;
 }
 
 export interface EventItem extends VisitorContext {

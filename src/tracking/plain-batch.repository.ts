@@ -5,7 +5,7 @@
 // text stays as it is (prepared once per connection).
 import { sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
-import { visitorsUpsert, type VisitorTouch } from '../identity/identity.repository.ts';
+import { visitorsUpsert, type VisitorTouch } from '../identity/visitors-upsert.repository.ts';
 import { eventsInsert, type NewEvent } from './events.repository.ts';
 
 /** Touches the visitors and inserts the events, in one statement. */

@@ -24,6 +24,7 @@ function clientOf(ctx: Koa.Context): TrackingClient {
     userAgent: ctx.get('user-agent'),
     bodyChars: bodyBytes(ctx),
     gpc: ctx.get('sec-gpc') === '1',
+    webdriver: ctx.query.webdriver === '1',
   };
 }
 

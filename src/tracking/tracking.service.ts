@@ -29,6 +29,7 @@ import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.
 import type { IngestItem } from './ingest.types.ts';
 import { TRACKING_OPERATIONS, type TrackingAction, type TrackingOperation } from './operations.ts';
 import { checkOrigin, originAllowed } from './origin.ts';
+import { botReason } from './bots.ts';
 
 /** What the rules need of the HTTP request (as Koa's ctx.ip / ctx.get() give it). */
 export interface TrackingClient {
@@ -40,6 +41,8 @@ export interface TrackingClient {
   bodyChars: number;
   /** the request carried `Sec-GPC: 1` (Global Privacy Control; any other value is no signal) */
   gpc: boolean;
+  /** the tracker reported navigator.webdriver (`?webdriver=1`, src/tracking/bots.ts); absent: false */
+  webdriver?: boolean;
 }
 
 /** The path parameters of the tracking operations (each operation's generated PathOf fits it). */
@@ -211,6 +214,7 @@ function createTrackingService(deps: Deps): TrackingService {
       policy,
       // honoured under honor_gpc: the batch stores nothing of it that identifies or links (src/privacy/ingest-privacy.service.ts)
       gpc: client.gpc && policy.honorGpc,
+      bot: botReason(client, policy),
     };
     if (a.action === 'identify') return { ...base, kind: 'identify', claim: a.claim! };
     const corexId = ids.corex_id === undefined || ids.corex_id === 'null' ? null : ids.corex_id;

@@ -1,10 +1,10 @@
 // The dashboard's trust settings page in Chromium against a real server:
 // identity verification, allowed domains (with the API's per-line problems),
-// enforce origin, reset to the default, the identity secret shown, copied and
-// rotated after a confirmation, and the Node.js snippet copied from the page
-// run for real: the hash it prints is accepted by the server under
-// `required`. Photographed at desktop and phone width into
-// test-artifacts/screenshots/dashboard-settings-*.png.
+// enforce origin, keeping bots out (filter_bots), reset to the default, the
+// identity secret shown, copied and rotated after a confirmation, and the
+// Node.js snippet copied from the page run for real: the hash it prints is
+// accepted by the server under `required`. Photographed at desktop and phone
+// width into test-artifacts/screenshots/dashboard-settings-*.png.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -82,6 +82,7 @@ describe('dashboard trust settings in Chromium', function () {
       expect(await page.getByLabel('Allowed domains, one per line').inputValue()).to.equal(org.domain);
       expect(await page.getByLabel('Refuse tracking requests from other sites (enforce origin)').isChecked()).to.equal(false);
       expect(await page.getByLabel('Export activity of unverified visitors').isChecked()).to.equal(true);
+      expect(await page.getByLabel('Keep known bots out').isChecked()).to.equal(true);
 
       const { identity_secret: secret } = await read();
       expect(await page.locator('#identity-secret').textContent()).to.not.include(secret);
@@ -94,11 +95,12 @@ describe('dashboard trust settings in Chromium', function () {
       await screenshot(page, 'dashboard-settings-desktop', true);
     });
 
-    it('saves identity verification, allowed domains and enforce origin, and shows the API’s problem per line', async () => {
+    it('saves identity verification, allowed domains, enforce origin and keeping bots out, and shows the API’s problem per line', async () => {
       await page.getByLabel('Required').check();
       await page.getByLabel('Allowed domains, one per line').fill(`${org.domain}\nShop.Example.COM\nhttps://cdn.example.net:8080/x`);
       await page.getByLabel('Refuse tracking requests from other sites (enforce origin)').check();
       await page.getByLabel('Export activity of unverified visitors').uncheck();
+      await page.getByLabel('Keep known bots out').uncheck();
       await page.getByRole('button', { name: 'Save settings' }).click();
       const alert = page.getByRole('alert');
       await visible(alert);
@@ -110,8 +112,9 @@ describe('dashboard trust settings in Chromium', function () {
       await page.getByRole('button', { name: 'Save settings' }).click();
       await visible(page.getByText('Settings saved.'));
       const saved = await read();
-      expect(saved).to.include({ identity_verification: 'required', enforce_origin: true, export_unverified: false });
+      expect(saved).to.include({ identity_verification: 'required', enforce_origin: true, export_unverified: false, filter_bots: false });
       expect(await page.getByLabel('Export activity of unverified visitors').isChecked()).to.equal(false);
+      expect(await page.getByLabel('Keep known bots out').isChecked()).to.equal(false);
       expect(saved.allowed_domains).to.deep.equal([org.domain, 'shop.example.com', 'cdn.example.net']);
       expect(await page.getByLabel('Allowed domains, one per line').inputValue()).to.equal(saved.allowed_domains.join('\n'));
 

@@ -135,6 +135,14 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     expect(gpc.status, gpc.text).to.equal(202);
     const exported = await srv.api.post(path('view'), { page: `https://${domain}/after` });
     expect(exported.status, exported.text).to.equal(202);
+    // a known bot: answered, not stored, counted per organisation (written by the flush that drain() forces)
+    const bot = await srv.api.post(
+      path('view'),
+      { page: `https://${domain}/` },
+      { headers: { 'user-agent': 'Googlebot/2.1 (+http://www.google.com/bot.html)' } },
+    );
+    expect(bot.status, bot.text).to.equal(202);
+    await srv.deps.ingest.drain();
     // delivered by the dispatcher, then its outcome recorded (no poll of ours: it would be recorded too)
     await receiver.waitFor(1, 20_000);
     await new Promise((r) => setTimeout(r, 2_000));
@@ -145,7 +153,7 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
       statements.some((s) => /for\s+update/i.test(s) && tenantTablesOf(s).includes('visitors')),
       'no batch locked visitors',
     ).to.equal(true);
-    checkStatements(statements, ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts', 'privacy_suppressions']);
+    checkStatements(statements, ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts', 'privacy_suppressions', 'bot_requests']);
   });
 
   it('names the organisation in every statement of privacy requests, erasure, export, notices and retention', async () => {

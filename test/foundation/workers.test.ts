@@ -176,6 +176,9 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
       for (let e = 0; e < 4; e++)
         sends.push(() => request(port, 'POST', `/jsv1/${orgId}/r-${v}/c-${v}/null/event/view`, { page: `https://workers.example/v${v}/e${e}` }));
     }
+    // and six page views from a browser driven by automation (the pixel, marked as the tracker marks them): answered, never stored, counted
+    const page = encodeURIComponent('https://workers.example/bot');
+    for (let b = 0; b < 6; b++) sends.push(() => request(port, 'GET', `/jsv1/${orgId}/r-bot/c-bot-${b}/null/event/view?page=${page}&webdriver=1`));
     for (let i = 0; i < sends.length; i += 5) answers.push(...(await Promise.all(sends.slice(i, i + 5).map((s) => s()))));
     expect(
       answers.map((a) => a.status).filter((s) => s !== 200 && s !== 202),
@@ -195,6 +198,7 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
       expect(scrape.body).to.match(/^trackway_cluster_workers 2$/m);
       expect(scrape.body).to.match(/^trackway_http_requests_total\{operation="recordViewEvent",status="202"\} 40$/m);
       expect(scrape.body).to.match(/^trackway_http_requests_total\{operation="identifyVisitor",status="200"\} 10$/m);
+      expect(scrape.body).to.match(/^trackway_bot_requests_total\{reason="webdriver"\} 6$/m);
     }
   });
 

@@ -4,7 +4,7 @@
 // be chosen only when nothing else is needed.
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import { VISITOR_TOUCH_SECONDS } from '../../src/identity/identity.repository.ts';
+import { VISITOR_TOUCH_SECONDS } from '../../src/identity/visitors-upsert.repository.ts';
 import { prepareBatch, processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
 import type { EventItem, IdentifyItem, IngestItem } from '../../src/tracking/ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.ts';

@@ -54,10 +54,16 @@ describe('browser tracker under Global Privacy Control (Chromium)', function () 
     honouring = (await newMerchant(srv, account, { domain: '127.0.0.1' })).organisation.id;
     ignoring = (await newMerchant(srv, account, { domain: 'localhost' })).organisation.id;
     const off = await srv.api.request('PATCH', `/v1/rest/${account.platform}/organisations/${ignoring}`, {
-      body: { honor_gpc: false },
+      body: { honor_gpc: false, filter_bots: false },
       token: account.token,
     });
     expect(off.status, off.text).to.equal(200);
+    // filter_bots off: headless Chromium driven by playwright is itself a bot (test/tracking/tracker-bots.browser.test.ts)
+    const bots = await srv.api.request('PATCH', `/v1/rest/${account.platform}/organisations/${honouring}`, {
+      body: { filter_bots: false },
+      token: account.token,
+    });
+    expect(bots.status, bots.text).to.equal(200);
     // /account?org=ID[&honor=false]: a signed-in customer's page
     shop = http.createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://shop');

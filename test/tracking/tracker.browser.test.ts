@@ -35,6 +35,12 @@ describe('browser tracker in Chromium', function () {
     account = await newAccount(srv);
     // the fake shop runs on 127.0.0.1: the organisation's domain, so its product URLs reach the profile
     org = (await newMerchant(srv, account, { domain: '127.0.0.1' })).organisation.id;
+    // filter_bots off: headless Chromium driven by playwright is itself a bot (tracker-bots.browser.test.ts)
+    const r = await srv.api.request('PATCH', `/v1/rest/${account.platform}/organisations/${org}`, {
+      body: { filter_bots: false },
+      token: account.token,
+    });
+    expect(r.status, r.text).to.equal(200);
     shop = await startShop(srv.url, org);
   });
   after(async () => {

@@ -4,7 +4,7 @@
 // person (its activity lands in the profile, stitching still works).
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import { VISITOR_TOUCH_SECONDS } from '../../src/identity/identity.repository.ts';
+import { VISITOR_TOUCH_SECONDS } from '../../src/identity/visitors-upsert.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
 

@@ -120,6 +120,7 @@ export function Overview({ orgId }: { orgId: number }) {
               <Stat label="Contacts" day={s.contacts_24h} week={s.contacts_7d} />
               <Stat label="Events" day={s.events_24h} week={s.events_7d} />
             </dl>
+            <BotCount day={s.bots_24h} week={s.bots_7d} />
             <HourlyChart hours={s.events_per_hour} />
           </>
         )}
@@ -136,6 +137,17 @@ function Stat({ label, day, week }: { label: string; day: number; week: number }
       <dd>last 24 hours</dd>
       <dd class="muted">{week.toLocaleString()} over 7 days</dd>
     </div>
+  );
+}
+
+/** Tracking requests kept out as known bots (filter_bots, on the Settings tab), with their reasons. */
+function BotCount({ day, week }: { day: Schemas['BotCounts']; week: Schemas['BotCounts'] }) {
+  const total = (c: Schemas['BotCounts']) => c.user_agent + c.webdriver;
+  return (
+    <p class="muted" id="bot-count">
+      Bots kept out: {total(day).toLocaleString()} requests in the last 24 hours ({day.user_agent.toLocaleString()} by their user agent,{' '}
+      {day.webdriver.toLocaleString()} from automated browsers), {total(week).toLocaleString()} over 7 days.
+    </p>
   );
 }
 

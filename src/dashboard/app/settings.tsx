@@ -1,5 +1,6 @@
 // Trust settings of one organisation: identity verification,
-// allowed domains, enforce origin (updateOrganisationSettings); the identity
+// allowed domains, enforce origin, keeping bots out (filter_bots)
+// (updateOrganisationSettings); the identity
 // secret on request, copied, rotated after a confirmation
 // (rotateIdentitySecret); and ready-to-copy code for the shop's server (Node.js,
 // PHP) that computes the identify `hash`, with the tracker call passing it.
@@ -136,6 +137,7 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
   const [domains, setDomains] = useState(org.allowed_domains.join('\n'));
   const [enforce, setEnforce] = useState(org.enforce_origin);
   const [exportUnverified, setExportUnverified] = useState(org.export_unverified);
+  const [filterBots, setFilterBots] = useState(org.filter_bots);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string[] | null>(null);
 
@@ -148,6 +150,7 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
       setDomains(o.allowed_domains.join('\n'));
       setEnforce(o.enforce_origin);
       setExportUnverified(o.export_unverified);
+      setFilterBots(o.filter_bots);
       onSaved(o, done);
     } catch (err) {
       setError(err instanceof ApiFailure ? problems(err, lines(domains)) : [String(err)]);
@@ -162,6 +165,7 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
     if (mode !== org.identity_verification) body.identity_verification = mode;
     if (enforce !== org.enforce_origin) body.enforce_origin = enforce;
     if (exportUnverified !== org.export_unverified) body.export_unverified = exportUnverified;
+    if (filterBots !== org.filter_bots) body.filter_bots = filterBots;
     const list = lines(domains);
     if (!same(list, org.allowed_domains)) body.allowed_domains = list;
     if (Object.keys(body).length === 0) {
@@ -217,6 +221,15 @@ function SettingsForm({ org, path, onSaved }: { org: Organisation; path: Path; o
         (enforce origin)
       </label>
       <p class="help">With this on, the tracker works only on pages of the allowed domains; requests from anywhere else are refused.</p>
+
+      <h2>Bots</h2>
+      <label class="check">
+        <input type="checkbox" checked={filterBots} onChange={(e) => setFilterBots(e.currentTarget.checked)} /> Keep known bots out
+      </label>
+      <p class="help">
+        Crawlers and headless browsers (known by their user agent, or a browser driven by automation) get the usual answers, but nothing they send is
+        stored or reaches your webhooks; the overview counts them. Plain HTTP clients such as your own server's are not taken for bots.
+      </p>
       {error && <ErrorNote error={{ message: error.join(' · ') }} />}
       <div class="actions">
         <button type="submit" disabled={busy}>

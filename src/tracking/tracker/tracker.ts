@@ -26,6 +26,9 @@
 //   `Sec-GPC: 1`, which the server honours by linking them to no one. A
 //   script element with data-honor-gpc="false" (an organisation that turned
 //   honor_gpc off) sends as usual.
+// - Bots (README "Bots"): when navigator.webdriver is true (a browser driven
+//   by automation), every request carries `?webdriver=1`; the server stores
+//   none of it under the organisation's filter_bots.
 
 interface TrackwayIds {
   org_id: number | null;
@@ -71,6 +74,7 @@ type Anything = any;
     }
     let corex: string | null = null;
     const gpc = (navigator as Anything).globalPrivacyControl === true && !(script && script.getAttribute('data-honor-gpc') === 'false');
+    const bot = (navigator as Anything).webdriver === true ? '?webdriver=1' : '';
 
     // ---- ids: "id~expiry" (expiry in ms, base 36) in localStorage, else a cookie, else memory
     const memory: Record<string, string> = {};
@@ -139,7 +143,7 @@ type Anything = any;
     const send = (name: string, body: object) => {
       if (!base) return;
       const i = ids();
-      const url = `${base}/jsv1/${org}/${i.roaming_id}/${i.core_id}/${i.corex_id || 'null'}/event/${name}`;
+      const url = `${base}/jsv1/${org}/${i.roaming_id}/${i.core_id}/${i.corex_id || 'null'}/event/${name}${bot}`;
       const json = JSON.stringify(body);
       const n = navigator;
       try {
@@ -169,7 +173,7 @@ type Anything = any;
       }
       if (!any) return;
       const i = ids();
-      get(`${base}/jsv1/identify/${org}/${i.roaming_id}/${i.core_id}/${base64url(JSON.stringify(payload))}`);
+      get(`${base}/jsv1/identify/${org}/${i.roaming_id}/${i.core_id}/${base64url(JSON.stringify(payload))}${bot}`);
     };
     const track = (name: Anything, body?: Anything) => {
       if (typeof name !== 'string' || !EVENTS.test(name)) return;
