@@ -1646,6 +1646,16 @@ export interface webhooks {
          *     within the integration's `httpTimeout` (10 seconds by default);
          *     redirects are not followed.
          *
+         *     **Test deliveries.** The integration's "Send test" (`testIntegration`,
+         *     or the dashboard's button) posts one sample of this notification,
+         *     signed like a real one, with `"test": true` in the body and the
+         *     header `Trackway-Test: true`. Its data are placeholders: the contact
+         *     is `test.contact@example.invalid` (a reserved domain that can never
+         *     receive mail), the visitor `sample-visitor`, and the URLs are on the
+         *     organisation's own domain. A receiver acting on matches should check
+         *     either mark and not act on a test delivery. Real notifications carry
+         *     neither.
+         *
          *     **Retries.** A timeout, a network error, 408, 409, 425, 429 (honouring
          *     `Retry-After`) or any 5xx is retried 5 seconds, 5 minutes, 30 minutes,
          *     2 hours, 5 hours, 10 hours and 10 hours after each failed attempt
@@ -2509,7 +2519,7 @@ export interface components {
             /** @constant */
             message: "Registration successful";
         };
-        /** @description Sent to every active integration with `do_contacts: true` each time an identify call links a visitor to a contact it was not linked to before. Besides the interface's fields it carries `verified`, `matched_at` and `visitor`. Receivers must ignore fields they do not know: later versions may add more. */
+        /** @description Sent to every active integration with `do_contacts: true` each time an identify call links a visitor to a contact it was not linked to before. Besides the interface's fields it carries `verified`, `matched_at` and `visitor`, and `test` on test deliveries only. Receivers must ignore fields they do not know: later versions may add more. */
         ContactMatchedNotification: {
             /** @constant */
             medium: "matched";
@@ -2533,6 +2543,11 @@ export interface components {
             last_addtocart?: components["schemas"]["HttpUrl"];
             /** @description Product URLs of the last three distinct products this person viewed, most recent first, inside the organisation's `allowed_domains`. Left out when there are none. */
             last_view?: components["schemas"]["HttpUrl"][];
+            /**
+             * @description Present, and `true`, only on a test delivery (the integration's "Send test", `testIntegration`), which also carries the header `Trackway-Test: true`; never present on a real notification. A test delivery's contact is `test.contact@example.invalid` and its data are placeholders: do not act on it.
+             * @constant
+             */
+            test?: true;
         };
         /** @description Sent to every active integration with `do_events: true` for every event of a visitor that resolves to a contact, once per contact. The seed fields (`medium` to `event`) are as the interface fixes them; `event_id`, `occurred_at`, `source_event`, `visitor` and `properties` tell one event from another and carry what it recorded, and `verified` says whether the contact's link to that visitor is verified. An organisation with `export_unverified: false` receives only verified ones. Receivers must ignore fields they do not know: later versions may add more. */
         EventExportedNotification: {
@@ -3325,6 +3340,11 @@ export interface components {
          * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
          */
         WebhookUserAgent: string;
+        /**
+         * @description `true` on a test delivery (the integration's "Send test", `testIntegration`), whose body also carries `"test": true`; absent on every real notification. A test delivery is signed like a real one but holds placeholder data (the contact `test.contact@example.invalid`, which can never receive mail): do not act on it.
+         * @example true
+         */
+        TrackwayTest: "true";
     };
     requestBodies: never;
     headers: {
@@ -6487,6 +6507,11 @@ export interface operations {
                  * @example Trackway-Webhooks/1.0.0 (+https://api.trackway.example/docs/webhooks)
                  */
                 "User-Agent": components["parameters"]["WebhookUserAgent"];
+                /**
+                 * @description `true` on a test delivery (the integration's "Send test", `testIntegration`), whose body also carries `"test": true`; absent on every real notification. A test delivery is signed like a real one but holds placeholder data (the contact `test.contact@example.invalid`, which can never receive mail): do not act on it.
+                 * @example true
+                 */
+                "Trackway-Test"?: components["parameters"]["TrackwayTest"];
             };
             path?: never;
             cookie?: never;

@@ -19,7 +19,16 @@ export const STAMP = path.join(DIST, 'build.json');
 export const DIST_MAIN = path.join(DIST, 'src', 'main.js');
 
 const WATCHED_DIRS = ['src', 'generated'];
-const WATCHED_FILES = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.ts', 'scripts/build-state.js'];
+const WATCHED_FILES = [
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'tsconfig.client.json',
+  'scripts/build.ts',
+  'scripts/build-client.ts',
+  'scripts/build-state.js',
+];
 
 /**
  * @param {string} root

@@ -6,10 +6,12 @@
 //   2. esbuild bundles the browser tracker and the dashboard into dist/assets/
 //      with their gzip copies (src/http/prebuilt-assets.ts); the compiled
 //      server reads them at start and never loads esbuild.
-//   3. the default geo data (DB-IP mmdb) is turned into a ranges file in
+//   3. the official client, `trackway/client`, into dist/client/
+//      (scripts/build-client.ts: esbuild, and tsc for its declarations).
+//   4. the default geo data (DB-IP mmdb) is turned into a ranges file in
 //      node_modules/.cache/trackway-geo/ (src/tracking/geo.ts), once per
 //      version of the data: 20–50 s the first time, nothing afterwards.
-//   4. dist/build.json records the signature of the sources it was built
+//   5. dist/build.json records the signature of the sources it was built
 //      from (scripts/build-state.js), which `npm start` compares.
 // Everything is built into a staging directory that replaces dist/ at the end,
 // so a failed build leaves the previous one (and no half-written dist/).
@@ -22,6 +24,7 @@ import { buildDashboard } from '../src/dashboard/bundle.ts';
 import { buildTracker, TRACKER_GZIP_LIMIT } from '../src/tracking/tracker-bundle.ts';
 import { PACKAGE_VERSION } from '../src/project.ts';
 import { prepareGeoRanges } from '../src/tracking/geo.ts';
+import { buildClient } from './build-client.ts';
 import { DIST, ROOT, signatureOf, sourceEntries } from './build-state.js';
 
 class BuildError extends Error {}
@@ -43,7 +46,7 @@ async function main(): Promise<void> {
   fs.rmSync(staging, { recursive: true, force: true });
   try {
     compile(staging);
-    const [tracker, dashboard] = await Promise.all([buildTracker(), buildDashboard()]);
+    const [tracker, dashboard] = await Promise.all([buildTracker(), buildDashboard(), buildClient(ROOT, path.join(staging, 'client'))]);
     if (tracker.gzipBytes > TRACKER_GZIP_LIMIT) {
       throw new BuildError(`the tracker is ${tracker.gzipBytes} bytes gzipped, over the ${TRACKER_GZIP_LIMIT}-byte limit`);
     }

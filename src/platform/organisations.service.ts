@@ -21,6 +21,11 @@ import { organisationView } from './users.service.ts';
 type OrganisationDetail = Schemas['OrganisationDetail'];
 type ReadDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
 
+/** The domain key of an organisation assigned to the user (a test delivery's sample URLs); undefined when it is not theirs. */
+export async function memberOrganisationDomainKey(db: Deps['db'], userId: number, orgId: number): Promise<string | undefined> {
+  return (await findMemberOrganisation(db, userId, orgId))?.domain_key;
+}
+
 /** The organisation as read by its platform account: the token decrypted (it is stored sealed) and its trust settings. */
 export async function organisationDetailView(deps: ReadDeps, o: OrganisationRow): Promise<OrganisationDetail> {
   return { ...organisationView(o, organisationToken(deps.cipher, o)), organisation_name: o.organisation_name, ...(await trustSettings(deps, o)) };

@@ -38,6 +38,20 @@ const MATCHED = {
   ],
 };
 
+const TEST_MATCHED = {
+  medium: 'matched',
+  contact: 'test.contact@example.invalid',
+  type: 'EMAIL',
+  date: '2024-05-14',
+  org_id: '42',
+  verified: false,
+  matched_at: '2024-05-14T16:02:48.551Z',
+  visitor: { core_id: 'sample-visitor', roaming_id: 'sample-session', corex_id: null },
+  last_addtocart: 'https://shop.example.com/products/sample-product',
+  last_view: ['https://shop.example.com/products/sample-product'],
+  test: true,
+};
+
 const EVENT = {
   medium: 'event',
   contact: '+442079460958',
@@ -74,6 +88,7 @@ http.createServer((req, res) => {
       return;
     }
     res.writeHead(204).end(); // answer first, work later
+    if (body.test === true) return; // a test delivery ("Send test"): verified, but nothing to act on
     if (seen.has(req.headers['webhook-id'])) return; // a retry of something already handled
     seen.add(req.headers['webhook-id']);
     queueForProcessing(body);
@@ -150,6 +165,16 @@ keeps this notification only until it is delivered or given up: then its stored 
 (<code>redacted: true</code> in the delivery log), so a failed one cannot be sent again with it.</p>
 <pre>${json(ERASED)}</pre>
 
+<h3 id="test-deliveries">Test deliveries</h3>
+<p>The integration's "Send test" (in the dashboard, or <code>POST /v1/rest/{platform}/integration/{id}/test</code>)
+posts one sample contact match at once, signed like every delivery. <strong>Recognise it</strong> by
+<code>"test": true</code> in the body or the header <code>Trackway-Test: true</code>; real notifications carry
+neither. Its data are placeholders: the contact is <code>test.contact@example.invalid</code> (a reserved domain, so
+no mail can ever reach anyone), the visitor <code>sample-visitor</code>, and the product URLs are on the
+organisation's own domain. Verify it as any delivery (it proves the endpoint and the secret work), answer 2xx, and
+do not act on it: send no email, create no lead. A test delivery is never retried and is not in the delivery log.</p>
+<pre>${json(TEST_MATCHED)}</pre>
+
 <h2 id="headers">Headers</h2>
 <table>
   <tr><th>header</th><th>value</th></tr>
@@ -159,6 +184,7 @@ keeps this notification only until it is delivered or given up: then its stored 
   <tr><td><code>webhook-id</code></td><td>unique id of the notification, <strong>the same on every retry</strong></td></tr>
   <tr><td><code>webhook-timestamp</code></td><td>Unix time (seconds) of this attempt</td></tr>
   <tr><td><code>webhook-signature</code></td><td><code>v1,&lt;base64 HMAC-SHA256&gt;</code> (<a href="https://www.standardwebhooks.com/">Standard Webhooks</a>)</td></tr>
+  <tr><td><code>Trackway-Test</code></td><td><code>true</code> on a <a href="#test-deliveries">test delivery</a> only</td></tr>
 </table>
 
 <h2 id="verify">Verifying signatures</h2>

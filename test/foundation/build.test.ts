@@ -72,6 +72,20 @@ describe('the production build (npm run build)', function () {
     expect(names(path.join(DIST, 'src/db/migrations'), '.js')).to.deep.equal(fromSrc);
     expect(fs.readdirSync(path.join(DIST, 'src/db/migrations')).filter((f) => !f.endsWith('.js'))).to.deep.equal([]);
     expect(buildState().fresh, 'the launchers see the new build as fresh').to.equal(true);
+    // the official client (package.json exports "./client"): one ES module importing openapi-fetch, with declarations
+    expect(fs.readFileSync(path.join(DIST, 'client', 'index.js'), 'utf8'))
+      .to.match(/from ["']openapi-fetch["']/)
+      .and.include('function createTrackwayClient');
+    expect(fs.readFileSync(path.join(DIST, 'client', 'index.d.ts'), 'utf8')).to.include('./types/src/client/index.js');
+    const self = 'trackway/client'; // the package's own name resolves through its exports
+    const client = (await import(self)) as Record<string, unknown>;
+    expect(Object.keys(client)).to.include.members([
+      'createTrackwayClient',
+      'encodeIdentifyPayload',
+      'verifyWebhook',
+      'isTestDelivery',
+      'operations',
+    ]);
   });
 
   it('bundles the tracker (at most 2 KB gzipped) and the dashboard into dist/assets/, as the in-memory build does', async () => {

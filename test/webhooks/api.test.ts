@@ -135,17 +135,31 @@ describe('webhook deliveries API', function () {
   });
 
   describe('testIntegration', () => {
-    it('posts one signed sample contact match now, and stores nothing', async () => {
+    it('posts one signed sample contact match now, marked as a test, on the organisation’s domain, and stores nothing', async () => {
       const before = ok.requests.length;
       const r = await srv.api.post(path(tenant, `/integration/${good.id}/test`), undefined, { token: tenant.token });
       expect(r.status).to.equal(200);
       expect(r.body).to.include({ delivered: true, status_code: 200, error: null, response_excerpt: 'thanks' });
       expect(ok.requests).to.have.length(before + 1);
       const req = ok.requests[before]!;
-      const body = new Webhook(good.signingSecret).verify(req.body, req.headers as Record<string, string>);
+      const body = new Webhook(good.signingSecret).verify(req.body, req.headers as Record<string, string>) as Record<string, unknown>;
       const v = schemaValidator('ContactMatchedNotification');
       expect(v(body), JSON.stringify(v.errors)).to.equal(true);
-      expect(body).to.include({ medium: 'matched', org_id: String(tenant.orgId) });
+      expect(body).to.include({ medium: 'matched', org_id: String(tenant.orgId), test: true, contact: 'test.contact@example.invalid' });
+      expect(req.headers['trackway-test']).to.equal('true');
+      expect(req.headers['webhook-id']).to.match(/^msg_test_/);
+      // the organisation's own domain (createTenant's shop-<tag>.example.com), not a placeholder one
+      const org = await srv.deps.db.selectFrom('organisations').select('domain_key').where('id', '=', tenant.orgId).executeTakeFirstOrThrow();
+      const urls = [body.last_addtocart, ...(body.last_view as string[])] as string[];
+      expect(urls).to.have.length(2);
+      for (const u of urls) expect(new URL(u).hostname).to.equal(org.domain_key);
+      // real deliveries carry neither mark
+      const real = ok.requests.slice(0, before);
+      expect(real).to.have.length(goodIds.length);
+      for (const d of real) {
+        expect(d.headers['trackway-test']).to.equal(undefined);
+        expect(JSON.parse(d.body)).not.to.have.property('test');
+      }
       const list = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries`), { token: tenant.token });
       expect(list.body.items).to.have.length(goodIds.length + badIds.length);
     });
@@ -191,6 +205,9 @@ describe('webhook deliveries API', function () {
       '"medium": "matched"',
       '"medium": "event"',
       '"medium": "erased"',
+      'Trackway-Test',
+      '"test": true',
+      'test.contact@example.invalid',
     ]) {
       expect(r.text).to.include(text);
     }
