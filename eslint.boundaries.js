@@ -11,12 +11,13 @@
 //    bodies, pagination, contract types, validation); the transport (app,
 //    router, registry, fast path) reaches the areas, only through
 //    registry.ts, never the other way. The kit imports no transport module.
-// 4. Inside an area, only services and workers call its repositories
-//    (`*.service.ts`, `*.worker.ts`, and the files in SERVICE_ROLE, which are
-//    services or workers by role but not yet by name); handlers, CLIs,
-//    payload builders and pure helpers go through a service. Types from a
-//    repository may be named anywhere in the area.
-// 5. src/db/ imports no area and nothing of http/.
+// 4. Inside an area, only services and workers (`*.service.ts`,
+//    `*.worker.ts`) call its repositories; handlers, CLIs, payload builders
+//    and rules go through a service. Types from a repository may be named
+//    anywhere in the area.
+// 5. src/db/ and src/geo/ import no area and nothing of http/.
+// 6. Every file of an area and of src/geo/ says its role in its name (ROLES;
+//    checked by test/foundation/boundaries.test.ts).
 
 export const AREAS = ['analytics', 'identity', 'platform', 'privacy', 'tracking', 'webhooks'];
 
@@ -24,23 +25,19 @@ export const AREAS = ['analytics', 'identity', 'platform', 'privacy', 'tracking'
 export const EXPOSED = {
   analytics: [],
   identity: [
-    'normalise.ts', // how identify stores emails and phones (privacy hashes subjects the same way)
-    'url-policy.ts', // allowed domains and hosts
-    'verification.ts', // identify hash verification
+    'normalise.rules.ts', // how identify stores emails and phones (privacy hashes subjects the same way)
+    'url-policy.rules.ts', // allowed domains and hosts
+    'verification.rules.ts', // identify hash verification
     'visitors-upsert.repository.ts', // the visitors upsert as a fragment: the plain batch's one statement carries it beside the events insert
   ],
   platform: [
-    'principal.ts', // the authenticated caller of a handler
-    'access.ts', // requireOrganisation: tenant isolation of the platform API
-    'organisation-directory.ts', // the cached organisation policy (deps.organisations)
-    'secrets.ts', // the server's Cipher and keys
-    'passwords.ts', // password hashing (analytics registration)
+    'principal.rules.ts', // the authenticated caller of a handler
+    'passwords.crypto.ts', // password hashing (analytics registration)
   ],
   privacy: [],
   tracking: [],
   webhooks: [
-    'payloads/event-exported.ts', // the tracked event names
-    'targets.ts', // the active-targets cache (deps.targets)
+    'payloads/event-exported.payload.ts', // the tracked event names
   ],
 };
 
@@ -61,39 +58,45 @@ export const HTTP_KIT = [
   'types.ts',
 ];
 
-/** Services and workers by role whose name does not say so yet (the role-suffix rename empties this list). */
-export const SERVICE_ROLE = {
-  analytics: [],
-  identity: ['profile.ts'],
-  platform: ['access.ts', 'auth.ts', 'login-attempts.ts', 'organisation-directory.ts', 'secrets.ts'],
-  privacy: ['eraser.ts', 'runner.ts'],
-  tracking: ['bot-counts.ts', 'partitions.ts', 'plain-batch.ts'],
-  webhooks: ['auto-disable.ts', 'backlog.ts', 'claim-round.ts', 'completions.ts', 'dispatcher.ts', 'metrics.ts', 'runtime.ts', 'targets.ts'],
-};
-
 /**
- * Known exceptions, each to be removed by the change named beside it:
- * file → [rule kind, the import it may still make].
+ * The role suffixes a file of an area (and of src/geo/) carries, as in
+ * `dispatcher.worker.ts`; docs/architecture.md says what each role may do.
+ * test/foundation/boundaries.test.ts checks every file has one.
  */
-export const PENDING = {};
+export const ROLES = [
+  'handlers',
+  'service',
+  'worker',
+  'repository',
+  'rules',
+  'crypto',
+  'client',
+  'payload',
+  'page',
+  'types',
+  'cli',
+  'browser',
+  'locator',
+  'build',
+  'data',
+];
 
 const other = (area) => AREAS.filter((a) => a !== area);
 const under = (dir, files) => files.map((f) => `**/${dir}/${f}`);
 
-function zones(pendingImports = []) {
-  const extra = pendingImports.map((p) => `**/${p}`);
+function zones() {
   const exposed = AREAS.flatMap((a) => under(`src/${a}`, EXPOSED[a]));
   return [
     ...AREAS.map((area) => ({
       target: `src/${area}/**`,
       from: other(area).map((a) => `src/${a}/**`),
-      except: ['**/*.service.ts', '**/*.types.ts', ...exposed, ...extra],
+      except: ['**/*.service.ts', '**/*.types.ts', ...exposed],
       message: 'An area reaches another only through its *.service.ts, *.types.ts or a module eslint.boundaries.js EXPOSED lists.',
     })),
     {
       target: AREAS.map((a) => `src/${a}/**`),
       from: ['src/http/**'],
-      except: [...under('src/http', HTTP_KIT), ...extra],
+      except: [...under('src/http', HTTP_KIT)],
       message: 'An area imports only the kit of src/http/ (eslint.boundaries.js HTTP_KIT), never its transport.',
     },
     {
@@ -112,6 +115,11 @@ function zones(pendingImports = []) {
       from: [...AREAS.map((a) => `src/${a}/**`), 'src/http/**'],
       message: 'src/db/ is below every area: it imports none of them.',
     },
+    {
+      target: 'src/geo/**',
+      from: [...AREAS.map((a) => `src/${a}/**`), 'src/http/**'],
+      message: 'src/geo/ is a library below every area: it imports none of them.',
+    },
   ];
 }
 
@@ -123,32 +131,24 @@ const SQL_PACKAGES = [
 const REPOSITORY_PATTERN = {
   group: ['*.repository.ts'],
   allowTypeImports: true,
-  message: 'Only services and workers (*.service.ts, *.worker.ts, eslint.boundaries.js SERVICE_ROLE) call repositories.',
+  message: 'Only services and workers (*.service.ts, *.worker.ts) call repositories.',
 };
 
 /** The flat-config blocks that keep the boundaries (spread into eslint.config.js). */
 export function boundaries(basePath) {
-  const pendingFiles = Object.keys(PENDING);
-  const serviceRole = AREAS.flatMap((a) => SERVICE_ROLE[a].map((f) => `src/${a}/${f}`));
   return [
     {
       files: ['src/**/*.ts', 'src/**/*.tsx'],
       rules: { 'import-x/no-restricted-paths': ['error', { basePath, zones: zones() }] },
     },
-    ...Object.entries(PENDING)
-      .filter(([, p]) => p.imports)
-      .map(([file, p]) => ({
-        files: [file],
-        rules: { 'import-x/no-restricted-paths': ['error', { basePath, zones: zones(p.imports) }] },
-      })),
     {
       files: ['src/**/*.ts', 'src/**/*.tsx'],
-      ignores: ['src/**/*.repository.ts', 'src/db/**', ...pendingFiles.filter((f) => PENDING[f].sql)],
+      ignores: ['src/**/*.repository.ts', 'src/db/**'],
       rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths: SQL_PACKAGES }] },
     },
     {
       files: AREAS.flatMap((a) => [`src/${a}/**/*.ts`, `src/${a}/**/*.tsx`]),
-      ignores: ['src/**/*.repository.ts', 'src/**/*.service.ts', 'src/**/*.worker.ts', ...serviceRole, ...pendingFiles.filter((f) => PENDING[f].sql)],
+      ignores: ['src/**/*.repository.ts', 'src/**/*.service.ts', 'src/**/*.worker.ts'],
       rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths: SQL_PACKAGES, patterns: [REPOSITORY_PATTERN] }] },
     },
   ];

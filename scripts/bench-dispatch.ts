@@ -19,7 +19,7 @@ import readline from 'node:readline';
 import pg from 'pg';
 import { type RssPeak, notPostgres, treeCpuUs } from './bench-proc.ts';
 import { type ServiceWindow, median, monotonicUs } from './bench-rounds.ts';
-import { DEFAULT_SHARE } from '../src/webhooks/fair-share.ts';
+import { DEFAULT_SHARE } from '../src/webhooks/fair-share.rules.ts';
 import { ROOT, compiledScript, spawnScript, stopProcess } from './bench-servers.ts';
 
 export interface DispatchBenchInput {
@@ -43,7 +43,7 @@ export interface DispatchBenchInput {
 /**
  * The dispatcher's requests in flight per integration: WEBHOOK_CONCURRENCY
  * when set (the bench passes it on to the service), else the default the
- * dispatcher takes (DEFAULT_SHARE in src/webhooks/fair-share.ts).
+ * dispatcher takes (DEFAULT_SHARE in src/webhooks/fair-share.rules.ts).
  */
 export function dispatcherConcurrency(env: NodeJS.ProcessEnv = process.env): { n: number; from: string } {
   const set = Number(env.WEBHOOK_CONCURRENCY);

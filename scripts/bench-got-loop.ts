@@ -3,7 +3,7 @@
 // as requests in flight), no retries, no redirects, a request timeout, the
 // delivery's headers and body, CONCURRENCY requests in flight to one receiver.
 //
-// GOT_MODE=prepared (default) makes each request the way src/webhooks/sender.ts
+// GOT_MODE=prepared (default) makes each request the way src/webhooks/sender.client.ts
 // does (a stream over got Options prepared once; only body and headers merged
 // per request), the cheapest way to drive got that we know; GOT_MODE=plain
 // uses `client.post(url, {body, headers})`, got's ordinary promise API.

@@ -3,7 +3,7 @@
 // the JSON body parsed, one row per request group-committed into one table
 // (primary key only) on the service's own PostgreSQL, 202 after COMMIT.
 //
-// Group commit as the service's ingest does it (src/tracking/ingest.ts):
+// Group commit as the service's ingest does it (src/tracking/ingest.service.ts):
 // requests of one event-loop turn join a queue; while fewer than IN_FLIGHT
 // transactions are running, up to MAX_BATCH queued rows go into the next one;
 // the rest wait for a transaction to finish. Each batch is ONE multi-row

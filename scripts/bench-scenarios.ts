@@ -3,7 +3,7 @@
 // one is geo-located as it would be behind a load balancer. The limit server
 // gets exactly the same requests.
 //
-// Visitor ids look like the tracker's (src/tracking/tracker/tracker.ts: 32
+// Visitor ids look like the tracker's (src/tracking/tracker/tracker.browser.ts: 32
 // random hex digits), so a new visitor's key lands anywhere in the visitors
 // primary key and in events_visitor, as in production: ids that grow in order
 // would always append at one edge of those indexes, and the cost of large

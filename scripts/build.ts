@@ -9,7 +9,7 @@
 //   3. the official client, `trackway/client`, into dist/client/
 //      (scripts/build-client.ts: esbuild, and tsc for its declarations).
 //   4. the default geo data (DB-IP mmdb) is turned into a ranges file in
-//      node_modules/.cache/trackway-geo/ (src/tracking/geo.ts), once per
+//      node_modules/.cache/trackway-geo/ (src/geo/geo.service.ts), once per
 //      version of the data: 20–50 s the first time, nothing afterwards.
 //   5. dist/build.json records the signature of the sources it was built
 //      from (scripts/build-state.js), which `npm start` compares.
@@ -21,9 +21,9 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { writePrebuiltAssets } from '../src/http/prebuilt-assets.ts';
 import { buildDashboard } from '../src/dashboard/bundle.ts';
-import { buildTracker, TRACKER_GZIP_LIMIT } from '../src/tracking/tracker-bundle.ts';
+import { buildTracker, TRACKER_GZIP_LIMIT } from '../src/tracking/tracker-bundle.service.ts';
 import { PACKAGE_VERSION } from '../src/project.ts';
-import { prepareGeoRanges } from '../src/tracking/geo.ts';
+import { prepareGeoRanges } from '../src/geo/geo.service.ts';
 import { buildClient } from './build-client.ts';
 import { DIST, ROOT, signatureOf, sourceEntries } from './build-state.js';
 

@@ -3,7 +3,7 @@
 // By default the service's locator (the ranges file, read with pread; the file
 // is built first if missing, outside the measurement); with --mmdb the maxmind
 // reader holding the mmdb files in memory, as before.
-import { loadGeoLocator, loadMmdbReference, prepareGeoRanges } from '../src/tracking/geo.ts';
+import { loadGeoLocator, loadMmdbReference, prepareGeoRanges } from '../src/geo/geo.service.ts';
 
 const mmdb = process.argv.includes('--mmdb');
 const spec = process.argv.slice(2).find((a) => !a.startsWith('--'));

@@ -1,4 +1,4 @@
-// Prints src/tracking/geo-zones.ts from the IANA time zone database's
+// Prints src/geo/zones.data.ts from the IANA time zone database's
 // zone.tab (public domain): each zone with its country and the coordinates
 // of its principal city. A minor zone that keeps the same UTC offsets all
 // year as a zone of its country that zone.tab marks as covering "most" of an
@@ -7,7 +7,7 @@
 // principal city does not hand a big region an exclave's name. A zone keeps
 // its own name when it is the first of its offsets in its country, is itself
 // a "most" zone, or no "most" zone shares its offsets. Run when tzdata changes:
-//   node --import tsx scripts/geo-zones.ts [/usr/share/zoneinfo/zone.tab] > src/tracking/geo-zones.ts
+//   node --import tsx scripts/geo-zones.ts [/usr/share/zoneinfo/zone.tab] > src/geo/zones.data.ts
 import { readFileSync } from 'node:fs';
 
 const file = process.argv[2] ?? '/usr/share/zoneinfo/zone.tab';

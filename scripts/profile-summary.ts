@@ -74,7 +74,7 @@ const FAMILIES: Record<string, (group: string) => boolean> = {
   ajv: (g) => g === 'ajv' || g === 'ajv-formats' || g === 'fast-uri' || g === '(ajv compiled validators)',
   pg: (g) => g === 'pg' || g.startsWith('pg-') || g.startsWith('postgres-'),
   kysely: (g) => g === 'kysely',
-  'maxmind/geo': (g) => g === 'maxmind' || g === 'mmdb-lib' || g === 'src/tracking/geo.ts',
+  'maxmind/geo': (g) => g === 'maxmind' || g === 'mmdb-lib' || g === 'src/geo/geo.service.ts',
   pino: (g) => g === 'pino' || g.startsWith('pino-') || g === 'sonic-boom' || g === 'thread-stream' || g === 'fast-redact',
   'prom-client': (g) => g === 'prom-client' || g === 'tdigest' || g === 'bintrees',
   got: (g) => g === 'got' || g.startsWith('@szmarczak/') || g.startsWith('@sindresorhus/') || g === 'cacheable-request',

@@ -1,7 +1,7 @@
 // Environment → typed configuration, read and validated once at start.
 // A bad value throws ConfigError whose message is a one-line reason.
 import path from 'node:path';
-import { DEFAULT_SHARE } from './webhooks/fair-share.ts';
+import { DEFAULT_SHARE } from './webhooks/fair-share.rules.ts';
 
 export class ConfigError extends Error {}
 
@@ -86,7 +86,7 @@ export interface Config {
   /** an endpoint that accepted no delivery for this long is disabled (WEBHOOK_DISABLE_AFTER); undefined = never */
   webhookDisableAfterMs: number | undefined;
   /**
-   * how one dispatcher process shares its capacity (src/webhooks/fair-share.ts):
+   * how one dispatcher process shares its capacity (src/webhooks/fair-share.rules.ts):
    * requests in flight per integration (WEBHOOK_CONCURRENCY), deliveries held
    * in all (WEBHOOK_DISPATCH_CAPACITY), the part of it kept for organisations
    * holding nothing (WEBHOOK_DISPATCH_RESERVE), the most one organisation may

@@ -3,13 +3,13 @@ import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { Logger } from './log.ts';
-import type { Cipher } from './platform/secrets.ts';
+import type { Cipher } from './platform/secrets.service.ts';
 import type { Location } from './db/schema.ts';
-import type { OrganisationDirectory } from './platform/organisation-directory.ts';
-import type { SubjectHasher } from './privacy/subject-hash.ts';
-import type { Tokens } from './platform/tokens.ts';
-import type { Ingestor } from './tracking/ingest.ts';
-import type { TargetCache } from './webhooks/targets.ts';
+import type { OrganisationDirectory } from './platform/organisation-directory.service.ts';
+import type { SubjectHasher } from './privacy/subject-hash.crypto.ts';
+import type { Tokens } from './platform/tokens.crypto.ts';
+import type { Ingestor } from './tracking/ingest.service.ts';
+import type { TargetCache } from './webhooks/targets.service.ts';
 
 export interface Deps {
   config: Config;

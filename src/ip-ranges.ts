@@ -1,7 +1,7 @@
 // The special-purpose address ranges (IANA's IPv4 and IPv6 special-purpose
 // registries, plus the cloud metadata addresses), in one table for the two
-// places that ask: webhook targets in them are refused (webhooks/ssrf.ts) and
-// client addresses in them have no location (tracking/geo-address.ts).
+// places that ask: webhook targets in them are refused (webhooks/ssrf.client.ts) and
+// client addresses in them have no location (geo/address.rules.ts).
 // The first matching label names the range in a refusal.
 
 export interface SpecialRange {

@@ -8,13 +8,13 @@ import { locateDatabase } from './db/connect.ts';
 import { createDb, migrate } from './db/database.ts';
 import { CitusAbsent, distribute } from './db/distribution.ts';
 import { EmbeddedError } from './db/embedded.ts';
-import { GeoIpError } from './tracking/geo.ts';
+import { GeoIpError } from './geo/geo.service.ts';
 import { createLogger, type Logger } from './log.ts';
 import { AccountError, ensurePlatformAccount, setPlatformPassword } from './platform/accounts.service.ts';
 import { readOrganisationToken } from './platform/organisations.service.ts';
 import { sealSecretsAtRest } from './platform/sealing.service.ts';
-import { type Cipher, SecretKeyMismatch, existingCipher } from './platform/secrets.ts';
-import { PrivacyCommandError } from './privacy/command-error.ts';
+import { type Cipher, SecretKeyMismatch, existingCipher } from './platform/secrets.service.ts';
+import { PrivacyCommandError } from './privacy/command-error.cli.ts';
 
 const HELP = `Usage: trackway <command> [options]   (npm start runs \`trackway serve\`)
 

@@ -3,7 +3,7 @@
 import type { Deps } from '../deps.ts';
 import { createTrafficLimits, requestCost } from '../http/traffic-limits.ts';
 import type { HandlerMap } from '../http/types.ts';
-import { principalOf } from '../platform/principal.ts';
+import { principalOf } from '../platform/principal.rules.ts';
 import { listLearnEvents, submitLearningEvent } from './learn-events.service.ts';
 
 export function learnEventsHandlers(deps: Deps): HandlerMap<'submitLearningEvent' | 'listLearnEvents'> {

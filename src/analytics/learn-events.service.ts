@@ -6,9 +6,9 @@ import { analyticsFailure } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
 import type { TrafficLimits } from '../http/traffic-limits.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { requireOrganisation } from '../platform/access.ts';
+import { requireOrganisation } from '../platform/access.service.ts';
 import { resolveOrgToken } from '../platform/organisations.service.ts';
-import { invalidInput } from './input.ts';
+import { invalidInput } from './input.rules.ts';
 import { insertLearnEvent, listLearnEvents as listRows } from './learn-events.repository.ts';
 
 export const DEFAULT_EVENT_CATEGORY = 'EXTERNAL';

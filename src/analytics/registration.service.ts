@@ -13,10 +13,10 @@ import { analyticsError, analyticsFailure } from '../http/errors.ts';
 import { createRateLimiter, type RateLimiter } from '../http/rate-limit.ts';
 import type { Schemas } from '../http/types.ts';
 import { newSealedIdentitySecret } from '../platform/organisation-settings.service.ts';
-import { PasswordHashBusy, hashPassword } from '../platform/passwords.ts';
-import type { Cipher } from '../platform/secrets.ts';
+import { PasswordHashBusy, hashPassword } from '../platform/passwords.crypto.ts';
+import type { Cipher } from '../platform/secrets.service.ts';
 import { DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from '../platform/registration.service.ts';
-import { invalidInput } from './input.ts';
+import { invalidInput } from './input.rules.ts';
 import { clientAddressKey } from '../http/client-address.ts';
 
 export interface RegistrationDeps {

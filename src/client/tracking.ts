@@ -1,4 +1,4 @@
-// The tracking calls as the browser tracker makes them (src/tracking/tracker/tracker.ts),
+// The tracking calls as the browser tracker makes them (src/tracking/tracker/tracker.browser.ts),
 // for a shop's server or an app: what the contract cannot say by itself.
 // - The identify payload is base64url JSON in a path segment (docs/design.md,
 //   Tracking API): encodeIdentifyPayload does the encoding, as the tracker does.

@@ -1,5 +1,5 @@
 // The receiving side of Trackway's webhooks: Standard Webhooks verification
-// (docs/design.md, Outbound webhooks; the signing side is src/webhooks/signing.ts)
+// (docs/design.md, Outbound webhooks; the signing side is src/webhooks/signing.crypto.ts)
 // and telling a test delivery ("Send test") from a real notification.
 // Runs on Node (node:crypto), where a receiver runs.
 import { createHmac, timingSafeEqual } from 'node:crypto';

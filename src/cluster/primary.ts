@@ -17,12 +17,12 @@ import { createDb, maxConnections, migrate } from '../db/database.ts';
 import type { Logger } from '../log.ts';
 import { ensurePlatformAccount } from '../platform/accounts.service.ts';
 import { sealSecretsAtRest } from '../platform/sealing.service.ts';
-import { loadCipher, loadJwtSecret } from '../platform/secrets.ts';
+import { loadCipher, loadJwtSecret } from '../platform/secrets.service.ts';
 import type { ServeOptions } from '../server.ts';
 import { MetricsAggregator } from './cluster-metrics.ts';
 import { type HelloMessage, isMessage, type ReadyMessage, type StartMessage } from './messages.ts';
 import { workerPoolSize } from './pool-size.ts';
-import { GeoIpError, prepareGeoRanges } from '../tracking/geo.ts';
+import { GeoIpError, prepareGeoRanges } from '../geo/geo.service.ts';
 
 /** a worker that dies is started again after this, doubled for each quick death in a row, up to RESTART_MAX_MS */
 const RESTART_MIN_MS = 500;

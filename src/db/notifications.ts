@@ -12,7 +12,7 @@ export const DELIVERIES_CHANNEL = 'trackway_deliveries';
 export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
 /** An organisation's settings or suppression list changed (platform, privacy): drop its cached policy. */
 export const ORGANISATIONS_CHANNEL = 'trackway_organisations';
-/** A privacy request was queued (privacy): wake the privacy runner (src/privacy/runner.ts). */
+/** A privacy request was queued (privacy): wake the privacy runner (src/privacy/runner.worker.ts). */
 export const PRIVACY_CHANNEL = 'trackway_privacy';
 
 type Listener = (payload: string) => void;

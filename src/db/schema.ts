@@ -258,7 +258,7 @@ export interface PrivacyRequestsTable {
   status: Generated<PrivacyRequestStatus>;
   suppress: Generated<boolean>;
   subject_type: SubjectType;
-  /** the keyed hash of the subject (src/privacy/subject-hash.ts) */
+  /** the keyed hash of the subject (src/privacy/subject-hash.crypto.ts) */
   subject_hash: Buffer;
   /** the subject sealed with the server's Cipher; only while queued or running */
   subject_enc: string | null;

@@ -20,7 +20,7 @@
 // - validation: the request validators openapi-backend compiled at start from
 //   the contract for this operation (getRequestValidatorsForOperation), called
 //   with the same input the Koa path gives them (params coerced the same way);
-// - the rules: the area's fast handlers (src/tracking/fast-ingest.ts, given
+// - the rules: the area's fast handlers (src/tracking/fast-ingest.handlers.ts, given
 //   by server.ts: this module reaches no area) run the same admission
 //   sequence as the Koa handlers (src/tracking/tracking.service.ts:
 //   validation, address limit, unknown organisation, organisation limit,

@@ -2,7 +2,7 @@
 // tracker and the dashboard's hashed files, each with its gzip copy, and a
 // manifest naming them (with the tracker's ETag). The compiled server reads
 // them at start and never runs esbuild; under tsx they are bundled in memory
-// instead (tracking/tracker-bundle.ts, dashboard/bundle.ts).
+// instead (tracking/tracker-bundle.service.ts, dashboard/bundle.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import { DIST_DIR } from '../project.ts';

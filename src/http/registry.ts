@@ -7,12 +7,12 @@ import { healthHandlers } from './health.handlers.ts';
 import { trackingHandlers } from '../tracking/tracking.handlers.ts';
 import { eventReadHandlers } from '../tracking/events.handlers.ts';
 import { visitorHandlers } from '../identity/visitors.handlers.ts';
-import { platformHandlers } from '../platform/handlers.ts';
+import { platformHandlers } from '../platform/platform.handlers.ts';
 import { deliveriesHandlers } from '../webhooks/deliveries.handlers.ts';
 import { integrationsHandlers } from '../webhooks/integrations.handlers.ts';
 import { trackerHandlers } from '../tracking/tracker.handlers.ts';
 import { statsHandlers } from '../tracking/stats.handlers.ts';
-import { analyticsHandlers } from '../analytics/handlers.ts';
+import { analyticsHandlers } from '../analytics/analytics.handlers.ts';
 import { privacyHandlers } from '../privacy/privacy.handlers.ts';
 import type { HandlerMap } from './types.ts';
 
@@ -32,6 +32,6 @@ export function handlers(deps: Deps): HandlerMap {
   };
 }
 
-export { authenticate } from '../platform/auth.ts';
-export { webhookDocsHtml } from '../webhooks/docs-page.ts';
+export { authenticate } from '../platform/auth.service.ts';
+export { webhookDocsHtml } from '../webhooks/webhooks-docs.page.ts';
 export { dashboardRoutes } from '../dashboard/routes.ts';

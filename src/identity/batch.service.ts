@@ -9,7 +9,7 @@
 // in the batch's order, for webhooks to fan out from (src/webhooks/fan-out.service.ts).
 import type { RawBuilder } from 'kysely';
 import type { Executor } from '../db/tenancy.ts';
-import type { Recent } from './profile.ts';
+import type { Recent } from './profile.service.ts';
 import { type Identification, type LinkedContact, type ProfileEvent, type Sighting, Stitching } from './stitching.service.ts';
 
 /** An event of the batch, as identity sees it. */

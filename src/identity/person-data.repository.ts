@@ -5,7 +5,7 @@
 // names its organisation.
 import type { Location, RecentView } from '../db/schema.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';
-import type { ContactType } from './normalise.ts';
+import type { ContactType } from './normalise.rules.ts';
 
 /** The person a contact (its value as stored) belongs to. */
 export async function personOfContact(db: Executor, orgId: number, type: ContactType, value: string): Promise<number | undefined> {

@@ -1,12 +1,12 @@
 // Deleting a person's identity records, for erasure and retention
-// (src/privacy/eraser.ts): visitors with their links, contacts with theirs,
+// (src/privacy/eraser.service.ts): visitors with their links, contacts with theirs,
 // persons, and the product URLs their views alone put in the catalogue. Each
 // function runs in the caller's short transaction and touches a bounded set
 // of rows; every statement names its organisation.
 import { sql } from 'kysely';
 import type { Tx } from '../db/tenancy.ts';
 import { orgScoped } from '../db/tenancy.ts';
-import type { ContactType } from './normalise.ts';
+import type { ContactType } from './normalise.rules.ts';
 
 /**
  * Locks the visitors (`org_id = $1`: the form of FOR UPDATE Citus runs on

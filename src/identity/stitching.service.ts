@@ -29,8 +29,8 @@ import {
   upsertVisitors,
   type VisitorTouch,
 } from './identity.repository.ts';
-import { mergeProfiles, type Recent, recentActivity } from './profile.ts';
-import type { IdentifyClaim } from './verification.ts';
+import { mergeProfiles, type Recent, recentActivity } from './profile.service.ts';
+import type { IdentifyClaim } from './verification.rules.ts';
 import { contactsOfPerson } from './visitors.repository.ts';
 
 /** A visitor seen in the batch (an event or an identify). */
@@ -72,7 +72,7 @@ const key = (orgId: number, coreId: string) => `${orgId}\u0000${coreId}`;
 /**
  * The events recordEvent keeps something of (the profile, the product
  * catalogue). A batch of other events without a corex_id needs nothing of
- * identity but its visitors touched (src/tracking/plain-batch.ts).
+ * identity but its visitors touched (src/tracking/plain-batch.service.ts).
  */
 export const EVENTS_RECORDED = new Set(['productview', 'updatecart', 'checkout', 'buy']);
 

@@ -1,7 +1,7 @@
 // getVisitor / listVisitors: HTTP shape only; the rules are in visitors.service.ts.
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
-import { principalOf } from '../platform/principal.ts';
+import { principalOf } from '../platform/principal.rules.ts';
 import { visitorDetail, visitorPage } from './visitors.service.ts';
 
 export function visitorHandlers(deps: Deps): HandlerMap<'getVisitor' | 'listVisitors'> {

@@ -5,9 +5,9 @@ import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import { cursorString, cursorTime, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { requireOrganisation } from '../platform/access.ts';
+import { requireOrganisation } from '../platform/access.service.ts';
 import { personProfile } from './identity.repository.ts';
-import { recentActivity } from './profile.ts';
+import { recentActivity } from './profile.service.ts';
 import { contactsLinked, contactsOfPersons, findVisitor, listVisitors, visitorsSeen } from './visitors.repository.ts';
 
 type ReadDeps = Pick<Deps, 'db' | 'organisations'>;

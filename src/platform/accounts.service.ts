@@ -5,8 +5,8 @@
 import type { Config } from '../config.ts';
 import type { Deps } from '../deps.ts';
 import { forgetEmail } from './login-failures.repository.ts';
-import { emailKey, loginPlatformOf, validPlatformName } from './normalise.ts';
-import { hashPassword, verifyPassword } from './passwords.ts';
+import { emailKey, loginPlatformOf, validPlatformName } from './normalise.rules.ts';
+import { hashPassword, verifyPassword } from './passwords.crypto.ts';
 import { changePassword, findByEmailKey, insertUser } from './users.repository.ts';
 
 export class AccountError extends Error {}

@@ -20,7 +20,7 @@ export interface PolicyRow {
   filter_bots: boolean;
 }
 
-/** What the tracking hot path needs of an organisation (read through a cache, src/platform/organisation-directory.ts). */
+/** What the tracking hot path needs of an organisation (read through a cache, src/platform/organisation-directory.service.ts). */
 export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | undefined> {
   return db
     .selectFrom('organisations')

@@ -9,10 +9,10 @@ import type { Deps } from '../deps.ts';
 import { type FieldError, platformError } from '../http/errors.ts';
 import { summary } from '../http/field-errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { MAX_ALLOWED_DOMAINS, normaliseAllowedDomain } from '../identity/url-policy.ts';
-import { newIdentitySecret } from '../identity/verification.ts';
-import { requireOrganisation } from './access.ts';
-import { effectiveAllowedDomains } from './organisation-directory.ts';
+import { MAX_ALLOWED_DOMAINS, normaliseAllowedDomain } from '../identity/url-policy.rules.ts';
+import { newIdentitySecret } from '../identity/verification.rules.ts';
+import { requireOrganisation } from './access.service.ts';
+import { effectiveAllowedDomains } from './organisation-directory.service.ts';
 import {
   announceOrganisationChange,
   ensureIdentitySecret,
@@ -21,7 +21,7 @@ import {
   updateSettings,
 } from './organisation-settings.repository.ts';
 import type { OrganisationRow } from './organisations.repository.ts';
-import type { Cipher } from './secrets.ts';
+import type { Cipher } from './secrets.service.ts';
 
 // for privacy: a change of the suppression list drops the cached policy like a settings change; retention runs per organisation
 export { announceOrganisationChange, organisationsWithRetention } from './organisation-settings.repository.ts';

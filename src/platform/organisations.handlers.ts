@@ -3,7 +3,7 @@
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
 import { getOrganisation, listOrganisations, rotateIdentitySecret, updateOrganisationSettings } from './organisations.service.ts';
-import { principalOf } from './principal.ts';
+import { principalOf } from './principal.rules.ts';
 
 export function organisationsHandlers(
   deps: Deps,

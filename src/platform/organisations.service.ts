@@ -5,7 +5,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { forbidden, requireOrganisation } from './access.ts';
+import { forbidden, requireOrganisation } from './access.service.ts';
 import { changeSettings, rotateSecret, trustSettings } from './organisation-settings.service.ts';
 import {
   findMemberOrganisation,
@@ -14,7 +14,7 @@ import {
   listMemberOrganisations,
   type OrganisationRow,
 } from './organisations.repository.ts';
-import { domainKey } from './normalise.ts';
+import { domainKey } from './normalise.rules.ts';
 import { organisationToken, organisationTokenHash } from './registration.service.ts';
 import { organisationView } from './users.service.ts';
 

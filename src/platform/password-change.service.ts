@@ -1,6 +1,6 @@
 // A signed-in account changes its own password (changePassword): platform
 // accounts and self-registered merchants alike. The current password is
-// checked (a wrong one counts as a failed login: login-attempts.ts), the new
+// checked (a wrong one counts as a failed login: login-attempts.service.ts), the new
 // one hashed, and the session version moved on in the same statement that
 // stores it, so every token issued before stops working; the answer carries
 // a fresh token of the new version, so the caller stays signed in.
@@ -8,8 +8,8 @@ import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
 import { forgetEmail } from './login-failures.repository.ts';
-import { countPasswordCheck } from './login-attempts.ts';
-import { PasswordHashBusy, hashPassword, verifyPassword } from './passwords.ts';
+import { countPasswordCheck } from './login-attempts.service.ts';
+import { PasswordHashBusy, hashPassword, verifyPassword } from './passwords.crypto.ts';
 import { findUserWithPassword, replacePassword } from './users.repository.ts';
 import { busy, userView } from './users.service.ts';
 

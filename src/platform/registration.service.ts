@@ -7,9 +7,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Transaction } from 'kysely';
 import type { DB } from '../db/schema.ts';
-import { domainKey, emailKey } from './normalise.ts';
+import { domainKey, emailKey } from './normalise.rules.ts';
 import { insertMembers, insertOrganisation, type OrganisationRow } from './organisations.repository.ts';
-import type { Cipher } from './secrets.ts';
+import type { Cipher } from './secrets.service.ts';
 import { insertUser } from './users.repository.ts';
 
 /** The email is already registered (case-insensitively). */
@@ -39,7 +39,7 @@ export interface NewUserWithOrganisation {
   phone: string;
   domain: string;
   organisationName: string;
-  /** scrypt hash (see passwords.ts); null for users who cannot log in */
+  /** scrypt hash (see passwords.crypto.ts); null for users who cannot log in */
   passwordHash: string | null;
   /** the platform account registering the user; the organisation is assigned to it too */
   platformUserId?: number;

@@ -10,7 +10,7 @@
 import type { Database } from '../db/database.ts';
 import type { Logger } from '../log.ts';
 import { organisationsWithClearToken, sealOrganisationTokens } from './organisations.repository.ts';
-import { CLEAR_JWT_KEY_SETTING, type Cipher, JWT_KEY_SETTING } from './secrets.ts';
+import { CLEAR_JWT_KEY_SETTING, type Cipher, JWT_KEY_SETTING } from './secrets.service.ts';
 import { deleteSetting, getSetting, insertSettingIfAbsent } from './settings.repository.ts';
 
 const BATCH = 500;

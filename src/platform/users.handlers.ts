@@ -2,7 +2,7 @@
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
 import { changeOwnPassword } from './password-change.service.ts';
-import { principalOf } from './principal.ts';
+import { principalOf } from './principal.rules.ts';
 import { login, registerClientUser } from './users.service.ts';
 
 export function usersHandlers(deps: Deps): HandlerMap<'loginPlatformUser' | 'registerClientUser' | 'changePassword'> {

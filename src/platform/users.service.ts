@@ -2,11 +2,11 @@
 import type { Deps } from '../deps.ts';
 import { areaError, platformError } from '../http/errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { countPasswordCheck } from './login-attempts.ts';
-import { MERCHANT_PLATFORM, emailKey, loginPlatformOf } from './normalise.ts';
+import { countPasswordCheck } from './login-attempts.service.ts';
+import { MERCHANT_PLATFORM, emailKey, loginPlatformOf } from './normalise.rules.ts';
 import type { OrganisationRow } from './organisations.repository.ts';
 import { newSealedIdentitySecret } from './organisation-settings.service.ts';
-import { PasswordHashBusy, hashPassword, needsRehash, verifyPassword } from './passwords.ts';
+import { PasswordHashBusy, hashPassword, needsRehash, verifyPassword } from './passwords.crypto.ts';
 import { type CreatedUser, DomainTaken, EmailTaken, InvalidDomain, createUserWithOrganisation } from './registration.service.ts';
 import { findByEmailKey, upgradePasswordHash } from './users.repository.ts';
 

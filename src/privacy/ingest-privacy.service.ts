@@ -25,7 +25,7 @@
 //     after an export with `suppress`) are sent nowhere.
 import type { Executor } from '../db/tenancy.ts';
 import type { IngestItem } from '../tracking/ingest.types.ts';
-import type { SubjectHasher } from './subject-hash.ts';
+import type { SubjectHasher } from './subject-hash.crypto.ts';
 import { suppressedAmong } from './suppression.repository.ts';
 
 /** What the privacy rules of a batch need. */

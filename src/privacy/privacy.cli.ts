@@ -9,12 +9,12 @@ import { contractDocument } from '../http/contract.ts';
 import { valueFieldErrors } from '../http/field-errors.ts';
 import type { Schemas } from '../http/types.ts';
 import type { Logger } from '../log.ts';
-import { createOrganisationDirectory } from '../platform/organisation-directory.ts';
-import type { Cipher } from '../platform/secrets.ts';
+import { createOrganisationDirectory } from '../platform/organisation-directory.service.ts';
+import type { Cipher } from '../platform/secrets.service.ts';
 import { createRequest, findRequestRow, type PrivacyRequestView, requestView } from './privacy.service.ts';
 import { claimAndRun } from './request-run.service.ts';
-import { PrivacyCommandError } from './command-error.ts';
-import { SubjectHasher } from './subject-hash.ts';
+import { PrivacyCommandError } from './command-error.cli.ts';
+import { SubjectHasher } from './subject-hash.crypto.ts';
 import { suppressionCheck } from './suppression.service.ts';
 
 export { PrivacyCommandError };

@@ -2,7 +2,7 @@
 // listPrivacySuppressions: HTTP shape only.
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
-import { principalOf } from '../platform/principal.ts';
+import { principalOf } from '../platform/principal.rules.ts';
 import { createRequest, getRequest, listRequestPage, listSuppressionPage } from './privacy.service.ts';
 
 export function privacyHandlers(

@@ -10,11 +10,11 @@ import { type FieldError, platformError } from '../http/errors.ts';
 import { summary } from '../http/field-errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { requireOrganisation } from '../platform/access.ts';
+import { requireOrganisation } from '../platform/access.service.ts';
 import { announceOrganisationChange } from '../platform/organisation-settings.service.ts';
 import { sealSubject } from './request-run.service.ts';
 import { announceRequest, findRequest, insertRequest, listRequests, type RequestRow } from './requests.repository.ts';
-import { normaliseSubject, type Subject, type SubjectType } from './subject-hash.ts';
+import { normaliseSubject, type Subject, type SubjectType } from './subject-hash.crypto.ts';
 import { addSuppression, listSuppressions, removeSuppression } from './suppression.repository.ts';
 
 type PrivacyDeps = Pick<Deps, 'db' | 'cipher' | 'subjects' | 'organisations'>;

@@ -10,11 +10,11 @@ import type { Database } from '../db/database.ts';
 import type { PrivacyCounts } from '../db/schema.ts';
 import { personOfContact, personOfVisitor } from '../identity/person-records.service.ts';
 import type { Logger } from '../log.ts';
-import type { Cipher } from '../platform/secrets.ts';
-import { addCounts, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.ts';
+import type { Cipher } from '../platform/secrets.service.ts';
+import { addCounts, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.service.ts';
 import { buildExport, EXPORT_KEEP_MS } from './export.service.ts';
 import { advance, claimNext, type ClaimedRequest, type Fence, finishRequest, releaseClaim } from './requests.repository.ts';
-import type { Subject, SubjectHasher } from './subject-hash.ts';
+import type { Subject, SubjectHasher } from './subject-hash.crypto.ts';
 
 export const MAX_ATTEMPTS = 10;
 

@@ -1,6 +1,6 @@
 // Visitor retention (organisation setting visitor_retention_days, README
 // "Privacy"): visitors not seen for that many days are erased exactly as an
-// erase request would erase them (src/privacy/eraser.ts), in the same
+// erase request would erase them (src/privacy/eraser.service.ts), in the same
 // bounded steps. A person all of whose visitors are that old goes wholly:
 // contacts (receivers get contactErased), deliveries, profile, catalogue
 // entries and export results with it. A person still seen on another visitor
@@ -10,8 +10,8 @@ import type { Database } from '../db/database.ts';
 import type { PrivacyCounts } from '../db/schema.ts';
 import { personsSeenSince, visitorsNotSeenSince } from '../identity/person-records.service.ts';
 import { organisationsWithRetention } from '../platform/organisation-settings.service.ts';
-import { addCounts, ERASE_BATCH, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.ts';
-import type { SubjectHasher } from './subject-hash.ts';
+import { addCounts, ERASE_BATCH, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.service.ts';
+import type { SubjectHasher } from './subject-hash.crypto.ts';
 
 export interface RetentionDeps {
   db: Database;

@@ -1,5 +1,5 @@
 // The suppression list (privacy_suppressions): keyed hashes of the subjects
-// an organisation must not track (src/privacy/subject-hash.ts). Kysely only.
+// an organisation must not track (src/privacy/subject-hash.crypto.ts). Kysely only.
 import { sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import { type Executor, orgScoped } from '../db/tenancy.ts';

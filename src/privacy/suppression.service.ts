@@ -1,6 +1,6 @@
 // The suppression list as the other areas see it: whether an organisation
 // has one (the organisation directory caches the answer with the rest of its
-// policy, src/platform/organisation-directory.ts). Lookups of given subjects
+// policy, src/platform/organisation-directory.service.ts). Lookups of given subjects
 // happen at ingest (ingest-privacy.service.ts); the list is changed through
 // privacy requests (privacy.service.ts).
 import type { Executor } from '../db/tenancy.ts';

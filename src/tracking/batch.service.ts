@@ -4,7 +4,7 @@
 //      keeps from being stored, linked or sent — and webhooks reads which
 //      organisations export events or are notified of contact matches
 //      (FanOut.forOrganisations, from the target cache);
-//   2. a plain batch (src/tracking/plain-batch.ts: events that need no person
+//   2. a plain batch (src/tracking/plain-batch.service.ts: events that need no person
 //      and cause no delivery) is one statement, outside any transaction;
 //   3. any other, in ONE transaction (processBatch): the events inserted
 //      (ahead of identity when exports need their ids; otherwise carried by
@@ -21,10 +21,10 @@ import type { Tx } from '../db/tenancy.ts';
 import { identifyBatch } from '../identity/batch.service.ts';
 import { BatchPrivacy, type PrivacyDeps } from '../privacy/ingest-privacy.service.ts';
 import { type ContactMatch, type EventToExport, FanOut } from '../webhooks/fan-out.service.ts';
-import type { TargetCache } from '../webhooks/targets.ts';
+import type { TargetCache } from '../webhooks/targets.service.ts';
 import { eventsInsert, insertEvents } from './events.repository.ts';
 import type { EventItem, IdentifyItem, IngestItem } from './ingest.types.ts';
-import { isPlainBatch, storePlainBatch } from './plain-batch.ts';
+import { isPlainBatch, storePlainBatch } from './plain-batch.service.ts';
 
 /** What a batch needs besides its database. */
 export interface BatchDeps extends PrivacyDeps {

@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import { orgScoped } from '../db/tenancy.ts';
-import type { BotReason } from './bots.ts';
+import type { BotReason } from './bots.rules.ts';
 
 export interface BotCountRow {
   hour: Date;

@@ -1,7 +1,7 @@
 // listEvents: HTTP shape only; the rules are in events.service.ts.
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
-import { principalOf } from '../platform/principal.ts';
+import { principalOf } from '../platform/principal.rules.ts';
 import { eventPage } from './events.service.ts';
 
 export function eventReadHandlers(deps: Deps): HandlerMap<'listEvents'> {

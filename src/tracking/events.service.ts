@@ -3,7 +3,7 @@
 import type { Deps } from '../deps.ts';
 import { cursorNumber, cursorTime, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { requireOrganisation } from '../platform/access.ts';
+import { requireOrganisation } from '../platform/access.service.ts';
 import { listEvents } from './events.repository.ts';
 
 export async function eventPage(

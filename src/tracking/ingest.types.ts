@@ -1,10 +1,10 @@
 // What the tracking handlers hand to the ingest path.
 import type { Location } from '../db/schema.ts';
-import type { IdentifyClaim } from '../identity/verification.ts';
-import type { TrackedEventName } from '../webhooks/payloads/event-exported.ts';
-import type { BotReason } from './bots.ts';
+import type { IdentifyClaim } from '../identity/verification.rules.ts';
+import type { TrackedEventName } from '../webhooks/payloads/event-exported.payload.ts';
+import type { BotReason } from './bots.rules.ts';
 
-/** The parts of the organisation's policy (src/platform/organisation-directory.ts) the batch applies. */
+/** The parts of the organisation's policy (src/platform/organisation-directory.service.ts) the batch applies. */
 export interface IngestPolicy {
   identityVerification: 'optional' | 'required';
   /** false: event exports only for contacts whose link to the event's visitor is verified */
@@ -29,7 +29,7 @@ interface VisitorContext {
    * (src/privacy/ingest-privacy.service.ts); absent: false
    */
   gpc?: boolean;
-  /** from a known bot, and the organisation keeps them out (filter_bots): stored nowhere, only counted (src/tracking/bots.ts); absent: not a bot */
+  /** from a known bot, and the organisation keeps them out (filter_bots): stored nowhere, only counted (src/tracking/bots.rules.ts); absent: not a bot */
   bot?: BotReason;
 }
 

@@ -1,4 +1,4 @@
-// The events table's partitions: the SQL behind partitions.ts (the functions
+// The events table's partitions: the SQL behind partitions.worker.ts (the functions
 // themselves are in the migrations).
 import { sql } from 'kysely';
 import type { Tx } from '../db/tenancy.ts';

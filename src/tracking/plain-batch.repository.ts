@@ -1,4 +1,4 @@
-// The plain batch's one statement (src/tracking/plain-batch.ts says when a
+// The plain batch's one statement (src/tracking/plain-batch.service.ts says when a
 // batch is plain and why one statement): the visitors upsert (identity's
 // own, visitorsUpsert) and the events insert as data-modifying CTEs, outside
 // any transaction — a single statement is atomic. A measured hot path: the

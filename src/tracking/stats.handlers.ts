@@ -1,7 +1,7 @@
 // getOrganisationStats: HTTP shape only.
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
-import { principalOf } from '../platform/principal.ts';
+import { principalOf } from '../platform/principal.rules.ts';
 import { organisationStats } from './stats.service.ts';
 
 export function statsHandlers(deps: Deps): HandlerMap<'getOrganisationStats'> {

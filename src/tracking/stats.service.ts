@@ -1,10 +1,10 @@
 // getOrganisationStats: activity of an organisation assigned to the caller
 // over rolling windows ending now (24 hours and 7 days), and events per UTC
 // hour for the last 24 hours (the current, partial hour last); the requests
-// kept out as bots by reason, in whole UTC hours (bot-counts.ts).
+// kept out as bots by reason, in whole UTC hours (bot-counts.service.ts).
 import type { Deps } from '../deps.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { requireOrganisation } from '../platform/access.ts';
+import { requireOrganisation } from '../platform/access.service.ts';
 import { visitorActivity } from '../identity/visitors.service.ts';
 import { eventsPerHour } from './stats.repository.ts';
 import { botCountsSince } from './bot-counts.repository.ts';

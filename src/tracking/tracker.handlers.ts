@@ -1,10 +1,10 @@
-// getTrackerScript: the browser tracker (tracker-bundle.ts), loaded at start. Short
+// getTrackerScript: the browser tracker (tracker-bundle.service.ts), loaded at start. Short
 // public caching with an ETag (304 on a matching If-None-Match), gzip for
 // clients that accept it.
 import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import type { HandlerMap, SuccessOf } from '../http/types.ts';
-import { getTracker } from './tracker-bundle.ts';
+import { getTracker } from './tracker-bundle.service.ts';
 
 /** What the contract documents (TrackerCacheControl): a new version reaches shops within minutes. */
 export const TRACKER_CACHE_CONTROL = 'public, max-age=300';

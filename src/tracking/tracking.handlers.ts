@@ -1,12 +1,12 @@
 // The tracking operations on the Koa path: identifyVisitor, the seven event
 // operations and the view pixel. Each runs the admission sequence
 // (tracking.service.ts) and answers, as TRACKING_OPERATIONS says
-// (operations.ts), only after its item is committed by the ingest path.
+// (operations.rules.ts), only after its item is committed by the ingest path.
 import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
 import type { HandlerFor, HandlerMap } from '../http/types.ts';
-import { EVENT_OPERATIONS, type EventOperation, TRACKING_OPERATIONS, type TrackingOperation } from './operations.ts';
+import { EVENT_OPERATIONS, type EventOperation, TRACKING_OPERATIONS, type TrackingOperation } from './operations.rules.ts';
 import { type TrackingClient, trackingService } from './tracking.service.ts';
 
 /** Size of the request body as received (0 for GET). */

@@ -1,7 +1,7 @@
 // The admission of a tracking request (an event, the view pixel, identify):
 // ONE ordered list of checks (CHECKS below) that both transports run — the
 // Koa handlers (tracking.handlers.ts) and the fast path (src/http/fast-path.ts
-// through fast-ingest.ts) — with ONE set of limiters per process.
+// through fast-ingest.handlers.ts) — with ONE set of limiters per process.
 //
 // Each check decides without charging anything. The order is the order in
 // which the contract's errors have always come: validation (the identify
@@ -23,13 +23,13 @@
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
 import { createTrafficLimits, requestCost, type TrafficLimits } from '../http/traffic-limits.ts';
-import { type IdentifyClaim, verifyIdentify } from '../identity/verification.ts';
-import type { OrganisationPolicy } from '../platform/organisation-directory.ts';
-import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.ts';
+import { type IdentifyClaim, verifyIdentify } from '../identity/verification.rules.ts';
+import type { OrganisationPolicy } from '../platform/organisation-directory.service.ts';
+import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.rules.ts';
 import type { IngestItem } from './ingest.types.ts';
-import { TRACKING_OPERATIONS, type TrackingAction, type TrackingOperation } from './operations.ts';
-import { checkOrigin, originAllowed } from './origin.ts';
-import { botReason } from './bots.ts';
+import { TRACKING_OPERATIONS, type TrackingAction, type TrackingOperation } from './operations.rules.ts';
+import { checkOrigin, originAllowed } from './origin.rules.ts';
+import { botReason } from './bots.rules.ts';
 
 /** What the rules need of the HTTP request (as Koa's ctx.ip / ctx.get() give it). */
 export interface TrackingClient {
@@ -41,7 +41,7 @@ export interface TrackingClient {
   bodyChars: number;
   /** the request carried `Sec-GPC: 1` (Global Privacy Control; any other value is no signal) */
   gpc: boolean;
-  /** the tracker reported navigator.webdriver (`?webdriver=1`, src/tracking/bots.ts); absent: false */
+  /** the tracker reported navigator.webdriver (`?webdriver=1`, src/tracking/bots.rules.ts); absent: false */
   webdriver?: boolean;
 }
 

@@ -1,4 +1,4 @@
-// SQL of the outbox backlog bound (backlog.ts): pending deliveries counted
+// SQL of the outbox backlog bound (backlog.worker.ts): pending deliveries counted
 // per live integration, stopping at the bound, and the table of integrations
 // at the bound that the outbox insert reads (outbox.repository.ts).
 import { sql } from 'kysely';

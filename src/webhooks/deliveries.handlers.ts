@@ -1,7 +1,7 @@
 // listDeliveries, getDelivery, retryDelivery, testIntegration: HTTP shape only.
 import type { Deps } from '../deps.ts';
 import type { HandlerMap } from '../http/types.ts';
-import { principalOf } from '../platform/principal.ts';
+import { principalOf } from '../platform/principal.rules.ts';
 import { getDelivery, listDeliveries, retryDelivery } from './deliveries.service.ts';
 import { createIntegrationTester } from './integration-test.service.ts';
 

@@ -6,7 +6,7 @@ import type { DeliveryStatus } from '../db/schema.ts';
 import { platformError } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { requireOrganisation } from '../platform/access.ts';
+import { requireOrganisation } from '../platform/access.service.ts';
 import {
   type AttemptRow,
   type DeliveryRow,

@@ -6,7 +6,7 @@ import type { Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
-import type { HealthRow } from './circuit-breaker.ts';
+import type { HealthRow } from './circuit-breaker.rules.ts';
 import { orgScoped, type Executor } from '../db/tenancy.ts';
 
 const HEALTH_COLUMNS = [

@@ -7,7 +7,7 @@
 import type { Database } from '../db/database.ts';
 import type { Tx } from '../db/tenancy.ts';
 import { listActiveTargets } from './integrations.repository.ts';
-import { type ContactErased, contactErasedPayload, redactedErasedPayload } from './payloads/contact-erased.ts';
+import { type ContactErased, contactErasedPayload, redactedErasedPayload } from './payloads/contact-erased.payload.ts';
 import { enqueueErasedNotices, organisationsWithUnredactedNotices, redactNotices, unredactedNotices } from './person-deliveries.repository.ts';
 
 export { deleteDeliveriesAbout, deliveriesAbout, type PersonDelivery } from './person-deliveries.repository.ts';

@@ -10,9 +10,9 @@
 // identity and calls nothing back.
 import type { Tx } from '../db/tenancy.ts';
 import { enqueueDeliveries, type NewDelivery } from './outbox.repository.ts';
-import { contactMatchedPayload, type VisitorIds } from './payloads/contact-matched.ts';
-import { eventExportedPayload, type TrackedEventName } from './payloads/event-exported.ts';
-import type { Target, TargetCache } from './targets.ts';
+import { contactMatchedPayload, type VisitorIds } from './payloads/contact-matched.payload.ts';
+import { eventExportedPayload, type TrackedEventName } from './payloads/event-exported.payload.ts';
+import type { Target, TargetCache } from './targets.service.ts';
 
 export interface ContactRef {
   type: 'EMAIL' | 'PHONE';

@@ -7,13 +7,13 @@ import { randomBytes } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { type CredentialCache, createCredentialCache } from './credentials.ts';
+import { type CredentialCache, createCredentialCache } from './credentials.service.ts';
 import { findMemberIntegrationTarget } from './integrations.repository.ts';
 import { memberOrganisationDomainKey } from '../platform/organisations.service.ts';
-import { defaultAllowedDomains, urlHost } from '../identity/url-policy.ts';
-import { type ContactMatched, contactMatchedPayload } from './payloads/contact-matched.ts';
-import { type Sender, createSender } from './sender.ts';
-import { deliveryHeaders, userAgent } from './signing.ts';
+import { defaultAllowedDomains, urlHost } from '../identity/url-policy.rules.ts';
+import { type ContactMatched, contactMatchedPayload } from './payloads/contact-matched.payload.ts';
+import { type Sender, createSender } from './sender.client.ts';
+import { deliveryHeaders, userAgent } from './signing.crypto.ts';
 
 export interface IntegrationTester {
   test(principal: Principal, integrationId: number): Promise<Schemas['IntegrationTestResult']>;

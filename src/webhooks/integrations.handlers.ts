@@ -11,7 +11,7 @@ import {
   patchIntegration,
   updateIntegration,
 } from './integrations.service.ts';
-import { principalOf } from '../platform/principal.ts';
+import { principalOf } from '../platform/principal.rules.ts';
 
 type Ops =
   | 'createIntegration'

@@ -9,11 +9,11 @@ import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
 import type { Principal, Schemas } from '../http/types.ts';
-import { HEALTHY, type IntegrationHealth, healthView } from './circuit-breaker.ts';
+import { HEALTHY, type IntegrationHealth, healthView } from './circuit-breaker.rules.ts';
 import { clearEndpointHealth, readEndpointHealth } from './endpoint-health.repository.ts';
 import { cancelPendingDeliveries } from './outbox.repository.ts';
-import { announceIntegrationChange } from './targets.ts';
-import { forbidden, requireOrganisation } from '../platform/access.ts';
+import { announceIntegrationChange } from './targets.service.ts';
+import { forbidden, requireOrganisation } from '../platform/access.service.ts';
 import {
   type IntegrationFields,
   type IntegrationRow,
@@ -24,7 +24,7 @@ import {
   listIntegrations as listRows,
   replaceIntegration,
 } from './integrations.repository.ts';
-import type { Cipher } from '../platform/secrets.ts';
+import type { Cipher } from '../platform/secrets.service.ts';
 
 type IntegrationDeps = Pick<Deps, 'db' | 'cipher' | 'targets'>;
 type Integration = Schemas['Integration'];
@@ -88,7 +88,7 @@ function toFields(cipher: Cipher, body: Schemas['CreateIntegrationRequest']): In
   };
 }
 
-/** `health` is the endpoint's circuit-breaker state (webhooks/circuit-breaker.ts). */
+/** `health` is the endpoint's circuit-breaker state (webhooks/circuit-breaker.rules.ts). */
 export function integrationView(cipher: Cipher, row: IntegrationRow, health: IntegrationHealth = HEALTHY): Integration {
   const data: Integration['data'] = {
     endpoint: row.endpoint,

@@ -3,7 +3,7 @@
 // NOTIFY that PostgreSQL sends only when that transaction commits (naming
 // the organisations, which the dispatcher then claims for directly). For an
 // integration listed in webhook_backlog_limits (at WEBHOOK_MAX_BACKLOG pending,
-// see backlog.ts) they are written failed with BACKLOG_ERROR instead: kept,
+// see backlog.worker.ts) they are written failed with BACKLOG_ERROR instead: kept,
 // visible and retryable through the API, but not queued.
 import { type Transaction, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';

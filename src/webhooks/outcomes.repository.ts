@@ -1,12 +1,12 @@
 // The dispatcher's outcome write: records a batch of attempts, moves their
 // deliveries on (applied only while `attempts_count` still equals the attempt
 // number the claim gave: the fencing token), and moves each endpoint's
-// circuit breaker on (webhook_endpoint_health, circuit-breaker.ts), all in one
+// circuit breaker on (webhook_endpoint_health, circuit-breaker.rules.ts), all in one
 // statement. A healthy endpoint costs the breaker nothing but a primary-key
 // probe: its row only exists while it fails.
 import { sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
-import type { BreakerOptions, EndpointOutcome } from './circuit-breaker.ts';
+import type { BreakerOptions, EndpointOutcome } from './circuit-breaker.rules.ts';
 
 export type CompletionOutcome = 'delivered' | 'retry' | 'failed' | 'interrupted';
 
@@ -63,7 +63,7 @@ export interface BreakerSettings extends BreakerOptions {
 /**
  * Records attempts and moves their deliveries on, for a batch. `interrupted`
  * (the dispatcher stopped mid-attempt) is recorded and due again at once
- * without using a step of the schedule. `endpoints` (circuit-breaker.ts
+ * without using a step of the schedule. `endpoints` (circuit-breaker.rules.ts
  * summarise) moves the breakers on: a success deletes the row, failures
  * count up and open it at the threshold, a failed probe opens it again for
  * twice as long.

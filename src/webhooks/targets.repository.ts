@@ -1,4 +1,4 @@
-// The NOTIFY behind the target cache's invalidation (targets.ts).
+// The NOTIFY behind the target cache's invalidation (targets.service.ts).
 import { sql } from 'kysely';
 import { INTEGRATIONS_CHANNEL } from '../db/notifications.ts';
 import type { Tx } from '../db/tenancy.ts';

@@ -4,7 +4,7 @@
 // domain space with the platform API, the new organisation's token working for
 // learning events.
 import { expect } from 'chai';
-import { verifyPassword } from '../../src/platform/passwords.ts';
+import { verifyPassword } from '../../src/platform/passwords.crypto.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
 import { REGISTRATION_TOKEN, learn, organisationOf, register, registration } from './helpers.ts';

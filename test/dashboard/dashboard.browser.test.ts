@@ -8,8 +8,8 @@
 // page helpers they share are in world.ts.
 import { expect } from 'chai';
 import type { BrowserContext, Page } from 'playwright-core';
-import { loadJwtSecret } from '../../src/platform/secrets.ts';
-import { Tokens } from '../../src/platform/tokens.ts';
+import { loadJwtSecret } from '../../src/platform/secrets.service.ts';
+import { Tokens } from '../../src/platform/tokens.crypto.ts';
 import { newWebhook, PASSWORD } from '../platform/helpers.ts';
 import { screenshot } from '../support/browser.ts';
 import {

@@ -3,9 +3,10 @@
 // so, with the rule that keeps it; a file that keeps them all gets no
 // boundary error. The files are written into src/ for the one run and always
 // removed.
+import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { ESLint } from 'eslint';
 
@@ -31,7 +32,7 @@ const PLANTS: Plant[] = [
   },
   {
     // a helper reaching the database around the repositories
-    file: 'src/webhooks/{tag}.ts',
+    file: 'src/webhooks/{tag}.rules.ts',
     code: "import pg from 'pg';\nexport const probe = pg.Client;\n",
     expected: [IMPORTS_RULE],
   },
@@ -44,7 +45,7 @@ const PLANTS: Plant[] = [
   {
     // an area reaching another area's helper that is not on its list
     file: 'src/platform/{tag}.service.ts',
-    code: "import { sign } from '../webhooks/signing.ts';\nexport const probe = sign;\n",
+    code: "import { sign } from '../webhooks/signing.crypto.ts';\nexport const probe = sign;\n",
     expected: [PATHS_RULE],
   },
   {
@@ -72,6 +73,12 @@ const PLANTS: Plant[] = [
     expected: [PATHS_RULE],
   },
   {
+    // the geo library reaching up into an area
+    file: 'src/geo/{tag}.rules.ts',
+    code: "import { botReason } from '../tracking/bots.rules.ts';\nexport const probe = botReason;\n",
+    expected: [PATHS_RULE],
+  },
+  {
     // all allowed: a service calling its own repository, another area's service
     // and exposed module, the http kit, and naming a Kysely type
     file: 'src/webhooks/{tag}.service.ts',
@@ -79,7 +86,7 @@ const PLANTS: Plant[] = [
       "import type { Kysely } from 'kysely';",
       "import type { DB } from '../db/schema.ts';",
       "import { platformError } from '../http/errors.ts';",
-      "import { requireOrganisation } from '../platform/access.ts';",
+      "import { requireOrganisation } from '../platform/access.service.ts';",
       "import { userView } from '../platform/users.service.ts';",
       "import { listDeliveries } from './deliveries.repository.ts';",
       'export type Probe = Kysely<DB>;',
@@ -117,7 +124,7 @@ describe('area boundaries (eslint.boundaries.js)', function () {
     // linted as the text of a kit module (pagination.ts), the file itself untouched
     const filePath = path.join(ROOT, 'src/http/pagination.ts');
     const code = [
-      "import { requireOrganisation } from '../platform/access.ts';",
+      "import { requireOrganisation } from '../platform/access.service.ts';",
       "import { handlers } from './registry.ts';",
       "import { platformError } from './errors.ts';",
       'export const probe = [requireOrganisation, handlers, platformError];',
@@ -129,5 +136,18 @@ describe('area boundaries (eslint.boundaries.js)', function () {
       [1, PATHS_RULE],
       [2, PATHS_RULE],
     ]);
+  });
+
+  it('finds a role in the name of every file of an area and of src/geo/', async () => {
+    // the linter's own lists (a JavaScript module outside the typed program)
+    const { AREAS, ROLES } = (await import(pathToFileURL(path.join(ROOT, 'eslint.boundaries.js')).href)) as { AREAS: string[]; ROLES: string[] };
+    const roleOf = (file: string) => /\.([a-z]+)\.tsx?$/.exec(file)?.[1];
+    const files = execFileSync('git', ['ls-files', ...AREAS.map((a) => `src/${a}`), 'src/geo'], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => /\.tsx?$/.test(f));
+    expect(files.length).to.be.greaterThan(100);
+    expect(files.filter((f) => !ROLES.includes(roleOf(f) ?? ''))).to.deep.equal([]);
+    // and the check would see one: a file named for no role
+    expect(ROLES.includes(roleOf('src/webhooks/dispatcher.ts') ?? '')).to.equal(false);
   });
 });

@@ -10,7 +10,7 @@ import { gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { buildState, signatureOf, sourceEntries } from '../../scripts/build-state.js';
 import { buildDashboard } from '../../src/dashboard/bundle.ts';
-import { buildTracker, TRACKER_GZIP_LIMIT } from '../../src/tracking/tracker-bundle.ts';
+import { buildTracker, TRACKER_GZIP_LIMIT } from '../../src/tracking/tracker-bundle.service.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
 import { freePort } from '../reliability/child.ts';
 

@@ -2,8 +2,8 @@
 // client addresses in them have no location; the two answers agree everywhere.
 import { expect } from 'chai';
 import { SPECIAL_RANGES, splitCidr } from '../../src/ip-ranges.ts';
-import { publicAddress } from '../../src/tracking/geo-address.ts';
-import { refusedRange } from '../../src/webhooks/ssrf.ts';
+import { publicAddress } from '../../src/geo/address.rules.ts';
+import { refusedRange } from '../../src/webhooks/ssrf.client.ts';
 
 /** The first and last IPv4 address of a CIDR. */
 function v4Ends(cidr: string): string[] {

@@ -15,7 +15,7 @@ import {
   hashingLoad,
   needsRehash,
   verifyPassword,
-} from '../../src/platform/passwords.ts';
+} from '../../src/platform/passwords.crypto.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { PASSWORD, unique, uniqueIp } from './helpers.ts';
 

@@ -1,7 +1,7 @@
 // registerClientUser (register a user, creating an organisation), its error
 // codes (4009, 40010) and docs/design.md's registration rules ("Platform API").
 import { expect } from 'chai';
-import { hashPassword } from '../../src/platform/passwords.ts';
+import { hashPassword } from '../../src/platform/passwords.crypto.ts';
 import {
   DomainTaken,
   EmailTaken,

@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb, type DbHandle, migrate } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { sealSecretsAtRest } from '../../src/platform/sealing.service.ts';
-import { Cipher } from '../../src/platform/secrets.ts';
+import { Cipher } from '../../src/platform/secrets.service.ts';
 import { organisationTokenHash } from '../../src/platform/registration.service.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { ApiClient } from '../support/client.ts';

@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 import { BatchPrivacy } from '../../src/privacy/ingest-privacy.service.ts';
 import { storeBatch } from '../../src/tracking/batch.service.ts';
-import { isPlainBatch } from '../../src/tracking/plain-batch.ts';
+import { isPlainBatch } from '../../src/tracking/plain-batch.service.ts';
 import { type Account, newAccount, unique } from '../platform/helpers.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';

@@ -5,11 +5,11 @@
 // built as the tracking service builds them, what the database holds about a
 // shop, and the receiver's requests once the shop's outbox has drained.
 import { expect } from 'chai';
-import { verifyIdentify } from '../../src/identity/verification.ts';
-import { normaliseSubject, type SubjectType } from '../../src/privacy/subject-hash.ts';
+import { verifyIdentify } from '../../src/identity/verification.rules.ts';
+import { normaliseSubject, type SubjectType } from '../../src/privacy/subject-hash.crypto.ts';
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import type { IngestItem } from '../../src/tracking/ingest.types.ts';
-import type { OrganisationPolicy } from '../../src/platform/organisation-directory.ts';
+import type { OrganisationPolicy } from '../../src/platform/organisation-directory.service.ts';
 import { type Account, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
 import type { TestServer } from '../support/harness.ts';
 import type { ReceivedRequest, TestReceiver } from '../support/receiver.ts';

@@ -12,7 +12,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { SignJWT } from 'jose';
-import { ISSUER } from '../../src/platform/tokens.ts';
+import { ISSUER } from '../../src/platform/tokens.crypto.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type ContractOperation, contractOperations, schemas } from '../support/operations.ts';
 import { TestReceiver } from '../support/receiver.ts';

@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startOnDatabase } from '../../src/server.ts';
-import { startBacklogMonitor } from '../../src/webhooks/backlog.ts';
+import { startBacklogMonitor } from '../../src/webhooks/backlog.worker.ts';
 import { BACKLOG_ERROR } from '../../src/webhooks/outbox.repository.ts';
 import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestServer } from '../support/harness.ts';

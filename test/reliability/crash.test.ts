@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { expect } from 'chai';
-import { Cipher } from '../../src/platform/secrets.ts';
+import { Cipher } from '../../src/platform/secrets.service.ts';
 import { type TestDatabase, freshDatabase } from '../support/harness.ts';
 import { type ReceivedRequest, TestReceiver } from '../support/receiver.ts';
 import { createIntegration } from '../support/webhook-fixtures.ts';

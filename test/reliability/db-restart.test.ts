@@ -20,7 +20,7 @@ import { type EmbeddedCluster, runningPostmaster, startEmbedded, stopEmbedded } 
 import { isUnavailable } from '../../src/http/errors.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
-import { INTEGRATIONS_CHANNEL } from '../../src/webhooks/targets.ts';
+import { INTEGRATIONS_CHANNEL } from '../../src/webhooks/targets.service.ts';
 import { ApiClient } from '../support/client.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { createIntegration, createTenant, type Tenant } from '../support/webhook-fixtures.ts';

@@ -6,12 +6,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { type Transaction, sql } from 'kysely';
 import type { Database } from '../../src/db/database.ts';
 import type { DB } from '../../src/db/schema.ts';
-import type { Cipher } from '../../src/platform/secrets.ts';
-import type { Tokens } from '../../src/platform/tokens.ts';
+import type { Cipher } from '../../src/platform/secrets.service.ts';
+import type { Tokens } from '../../src/platform/tokens.crypto.ts';
 import { type NewDelivery, cancelPendingDeliveries, enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
-import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.ts';
-import { type TrackedEventName, eventExportedPayload } from '../../src/webhooks/payloads/event-exported.ts';
-import { announceIntegrationChange } from '../../src/webhooks/targets.ts';
+import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.payload.ts';
+import { type TrackedEventName, eventExportedPayload } from '../../src/webhooks/payloads/event-exported.payload.ts';
+import { announceIntegrationChange } from '../../src/webhooks/targets.service.ts';
 
 let seq = 0;
 const unique = () => `${process.pid}-${Date.now().toString(36)}-${++seq}`;

@@ -1,4 +1,4 @@
-// Bots kept out (src/tracking/bots.ts, README "Bots"): a tracking request
+// Bots kept out (src/tracking/bots.rules.ts, README "Bots"): a tracking request
 // from a known crawler or headless browser (its User-Agent), or that the
 // tracker marked `?webdriver=1`, is answered exactly as any other (status and
 // body) but stores nothing (no visitor, event, contact or link) and notifies

@@ -7,11 +7,11 @@ import { copyFileSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { loadMmdbReference, prepareGeoRanges } from '../../src/tracking/geo.ts';
-import { publicAddress } from '../../src/tracking/geo-address.ts';
-import { MmdbLocator, openSource } from '../../src/tracking/geo-mmdb.ts';
-import { buildRangesFile } from '../../src/tracking/geo-ranges-build.ts';
-import { RangesLocator } from '../../src/tracking/geo-ranges.ts';
+import { loadMmdbReference, prepareGeoRanges } from '../../src/geo/geo.service.ts';
+import { publicAddress } from '../../src/geo/address.rules.ts';
+import { MmdbLocator, openSource } from '../../src/geo/mmdb.locator.ts';
+import { buildRangesFile } from '../../src/geo/ranges-file.build.ts';
+import { RangesLocator } from '../../src/geo/ranges.locator.ts';
 import { double, writeMmdb } from '../support/mmdb-writer.ts';
 
 /** A small deterministic PRNG, so that a failure can be replayed. */

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { Reader } from 'maxmind';
-import { GeoIpError, loadGeoLocator, publicAddress, zoneFor } from '../../src/tracking/geo.ts';
+import { GeoIpError, loadGeoLocator, publicAddress, zoneFor } from '../../src/geo/geo.service.ts';
 import { double, u32, writeMmdb } from '../support/mmdb-writer.ts';
 
 /** A GeoIP2/GeoLite2 City record, as MaxMind lays it out. */

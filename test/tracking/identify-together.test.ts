@@ -6,7 +6,7 @@
 // recent activity, event exports with the contacts known at their turn).
 import { expect } from 'chai';
 import pg from 'pg';
-import { verifyIdentify } from '../../src/identity/verification.ts';
+import { verifyIdentify } from '../../src/identity/verification.rules.ts';
 import { prepareBatch, processBatch } from '../../src/tracking/batch.service.ts';
 import type { IngestItem } from '../../src/tracking/ingest.types.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';

@@ -7,7 +7,7 @@
 // seed's flows are unchanged and verified links are marked.
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
-import { hashMatches, identityHash, verifyIdentify } from '../../src/identity/verification.ts';
+import { hashMatches, identityHash, verifyIdentify } from '../../src/identity/verification.rules.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, unique } from '../platform/helpers.ts';

@@ -1,10 +1,10 @@
-// The ingest queue is bounded (src/tracking/ingest.ts maxQueued): beyond it a
+// The ingest queue is bounded (src/tracking/ingest.service.ts maxQueued): beyond it a
 // submission is refused at once with the tracking API's 503 + Retry-After,
 // instead of holding more memory; what was queued is still committed.
 import { expect } from 'chai';
 import { ApiError } from '../../src/http/errors.ts';
 import { createMetrics } from '../../src/http/metrics.ts';
-import { createIngestor, MAX_QUEUED } from '../../src/tracking/ingest.ts';
+import { createIngestor, MAX_QUEUED } from '../../src/tracking/ingest.service.ts';
 import type { EventItem } from '../../src/tracking/ingest.types.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newAccount, newMerchant, unique } from '../platform/helpers.ts';

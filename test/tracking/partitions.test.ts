@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import { maintainEventPartitions } from '../../src/tracking/partitions.ts';
+import { maintainEventPartitions } from '../../src/tracking/partitions.worker.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
 
 describe('events: monthly partitions and retention', () => {

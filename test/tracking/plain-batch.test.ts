@@ -1,4 +1,4 @@
-// The plain batch (src/tracking/plain-batch.ts): events that need no person
+// The plain batch (src/tracking/plain-batch.service.ts): events that need no person
 // and cause no delivery are stored by one statement outside a transaction.
 // It must store exactly what the transaction path (processBatch) stores, and
 // be chosen only when nothing else is needed.
@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { VISITOR_TOUCH_SECONDS } from '../../src/identity/visitors-upsert.repository.ts';
 import { prepareBatch, processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
 import type { EventItem, IdentifyItem, IngestItem } from '../../src/tracking/ingest.types.ts';
-import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.ts';
+import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.service.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';

@@ -2,7 +2,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import vm from 'node:vm';
 import { expect } from 'chai';
 import { TRACKER_CACHE_CONTROL } from '../../src/tracking/tracker.handlers.ts';
-import { getTracker, TRACKER_GZIP_LIMIT } from '../../src/tracking/tracker-bundle.ts';
+import { getTracker, TRACKER_GZIP_LIMIT } from '../../src/tracking/tracker-bundle.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 
 describe('browser tracker script', () => {

@@ -6,7 +6,7 @@
 // through checkout and buy, and a guessed corex_id. Then: the matching rules,
 // narrowing allowed_domains later, and enforce_origin.
 import { expect } from 'chai';
-import { hostAllowed, normaliseAllowedDomain, urlMatcher } from '../../src/identity/url-policy.ts';
+import { hostAllowed, normaliseAllowedDomain, urlMatcher } from '../../src/identity/url-policy.rules.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, unique } from '../platform/helpers.ts';

@@ -6,9 +6,9 @@
 // auto-disable (WEBHOOK_DISABLE_AFTER): auto-disable.test.ts.
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.ts';
-import { DEFAULT_BREAKER, type EndpointOutcome, healthView, summarise } from '../../src/webhooks/circuit-breaker.ts';
+import { DEFAULT_BREAKER, type EndpointOutcome, healthView, summarise } from '../../src/webhooks/circuit-breaker.rules.ts';
 import { completeAttempts } from '../../src/webhooks/outcomes.repository.ts';
-import { longDuration } from '../../src/webhooks/auto-disable.ts';
+import { longDuration } from '../../src/webhooks/auto-disable.service.ts';
 import { freshDatabase, startTestServer, type TestDatabase, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Tenant, createTenant, enqueue, eventually, many, SCHEDULE, sleep } from '../support/webhook-fixtures.ts';

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { Cipher } from '../../src/platform/secrets.ts';
+import { Cipher } from '../../src/platform/secrets.service.ts';
 import { LOST_ATTEMPT_ERROR } from '../../src/webhooks/claims.repository.ts';
 import { type TestDatabase, freshDatabase } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';

@@ -4,7 +4,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
-import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.ts';
+import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.payload.ts';
 import { doc, schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';

@@ -1,13 +1,13 @@
-// The rules of fair-share.ts, lanes.ts and max-min.ts without a database or
+// The rules of fair-share.rules.ts, lanes.rules.ts and max-min.rules.ts without a database or
 // a clock to wait on: max-min division of the pool, the reserve for
 // organisations holding nothing, slow endpoints' smaller lanes, and slow
 // successes costing like failures. The dispatcher under a real flood is
 // test/webhooks/fair-shares.test.ts.
 import { expect } from 'chai';
 import type { ClaimedDelivery } from '../../src/webhooks/claims.repository.ts';
-import { FairShare, type FairShareOptions, type Job } from '../../src/webhooks/fair-share.ts';
-import { laneLimit, newLane } from '../../src/webhooks/lanes.ts';
-import { maxMinShares } from '../../src/webhooks/max-min.ts';
+import { FairShare, type FairShareOptions, type Job } from '../../src/webhooks/fair-share.rules.ts';
+import { laneLimit, newLane } from '../../src/webhooks/lanes.rules.ts';
+import { maxMinShares } from '../../src/webhooks/max-min.rules.ts';
 
 const OPTS: FairShareOptions = { perIntegration: 8, perOrganisation: 448, global: 512, reserve: 64, slowMs: 2000, queueMs: 1000 };
 

@@ -17,7 +17,7 @@ describe('fair dispatch under a noisy neighbour', function () {
   let srv: TestServer;
   const receivers: TestReceiver[] = [];
   // the configured shares (WEBHOOK_CONCURRENCY, WEBHOOK_ORGANISATION_SHARE): requests in flight per integration, and the
-  // most one organisation may hold (by default the whole pool: capacity less reserve, src/webhooks/fair-share.ts)
+  // most one organisation may hold (by default the whole pool: capacity less reserve, src/webhooks/fair-share.rules.ts)
   let P: number;
   let O: number;
 

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
-import { announceIntegrationChange } from '../../src/webhooks/targets.ts';
+import { announceIntegrationChange } from '../../src/webhooks/targets.service.ts';
 import { type TestDatabase, freshDatabase } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';

@@ -2,9 +2,9 @@
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.ts';
-import { humanDuration } from '../../src/webhooks/docs-page.ts';
-import { decide, isRetryableStatus, jitter, parseRetryAfter, retryAfterCap } from '../../src/webhooks/retry.ts';
-import { deliveryHeaders, sign, signingKey } from '../../src/webhooks/signing.ts';
+import { humanDuration } from '../../src/webhooks/webhooks-docs.page.ts';
+import { decide, isRetryableStatus, jitter, parseRetryAfter, retryAfterCap } from '../../src/webhooks/retry.rules.ts';
+import { deliveryHeaders, sign, signingKey } from '../../src/webhooks/signing.crypto.ts';
 
 const SCHEDULE = [5_000, 300_000, 1_800_000];
 const half = () => 0.5;

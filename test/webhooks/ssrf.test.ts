@@ -1,7 +1,7 @@
 // The private-address guard: refused ranges, and refusals recorded on the
 // delivery (not retried) when WEBHOOK_ALLOW_PRIVATE_NETWORKS is off.
 import { expect } from 'chai';
-import { refusedRange } from '../../src/webhooks/ssrf.ts';
+import { refusedRange } from '../../src/webhooks/ssrf.client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Tenant, createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';

@@ -2,7 +2,7 @@
 // row here means the integration has at least that many pending deliveries,
 // and the outbox writes its new deliveries as failed ("backlog limit
 // reached", retryable through the API) instead of pending. Kept fresh by a
-// periodic counter in the webhook runtime (src/webhooks/backlog.ts); usually
+// periodic counter in the webhook runtime (src/webhooks/backlog.worker.ts); usually
 // empty, read by the outbox insert through its primary key.
 import { type Kysely, sql } from 'kysely';
 

@@ -5,7 +5,7 @@
 //   default, the organisation's own domain (domain_key) and its subdomains.
 // - organisations.enforce_origin, organisations.identity_verification.
 // - organisations.identity_secret_enc: the key of identify `hash`es, sealed
-//   with the server's cipher (src/platform/secrets.ts). New organisations get
+//   with the server's cipher (src/platform/secrets.service.ts). New organisations get
 //   one at registration; older ones (NULL here) get one on first need.
 // - visitor_contacts.verified: the link was made (or later confirmed) by an
 //   identify carrying a valid hash.

@@ -7,7 +7,7 @@
 //   erased by the hourly maintenance (NULL: kept).
 // - privacy_requests: one erase, export or unsuppress request of an
 //   organisation. The subject is kept as a keyed hash (src/privacy/
-//   subject-hash.ts) and, only while the request is queued or running, sealed
+//   src/privacy/subject-hash.crypto.ts) and, only while the request is queued or running, sealed
 //   with the server's key (subject_enc, cleared when it finishes: the two
 //   CHECKs below hold the runner to it). person_ids: the persons the subject
 //   resolved to, so a runner that takes over after a crash goes on with the

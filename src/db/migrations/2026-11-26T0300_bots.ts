@@ -1,6 +1,6 @@
 // Bots kept out (issue 23, point 5; README "Bots"): known crawlers and
 // headless browsers are answered as usual but store nothing
-// (src/tracking/bots.ts).
+// (src/tracking/bots.rules.ts).
 //
 // - organisations.filter_bots: keep them out (default true, so every
 //   organisation, old and new, filters from the start).

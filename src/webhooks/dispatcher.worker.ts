@@ -1,0 +1,399 @@
+// The dispatcher: claims due deliveries in rounds (woken by NOTIFY, which
+// names the organisations that have new deliveries, with a polling
+// fallback), fairly between organisations and integrations and never more
+// than each one's share (fair-share.rules.ts, claim-round.service.ts, claims.repository.ts),
+// sends them with at most `perIntegration` requests in flight per integration
+// (fewer to a slow endpoint), and writes the outcomes back in batches, which
+// also move each endpoint's circuit breaker on (circuit-breaker.rules.ts): a paused
+// endpoint's deliveries are not claimed, and one failing for
+// WEBHOOK_DISABLE_AFTER is disabled (auto-disable.service.ts). It owns no state that a
+// crash could lose: a claim is a lease in the database, and an attempt whose
+// outcome was never written is made again once the lease expires.
+import { setMaxListeners } from 'node:events';
+import type { Deps } from '../deps.ts';
+import { disableFailingEndpoint } from './auto-disable.service.ts';
+import { type BreakerOptions, DEFAULT_BREAKER } from './circuit-breaker.rules.ts';
+import { claimRound } from './claim-round.service.ts';
+import { type ClaimedDelivery, releaseClaims } from './claims.repository.ts';
+import { CompletionWriter } from './completions.worker.ts';
+import { type CredentialCache, createCredentialCache } from './credentials.service.ts';
+import { DEFAULT_SHARE, FairShare, type Job, type Lane } from './fair-share.rules.ts';
+import { type WebhookMetrics, webhookMetrics } from './webhook-metrics.service.ts';
+import { DELIVERIES_CHANNEL, type Notifications } from '../db/notifications.ts';
+import { parseNotifiedOrganisations } from './outbox.repository.ts';
+import type { HealthChange } from './outcomes.repository.ts';
+import { decide } from './retry.rules.ts';
+import { type Sender, type SendResult, createSender } from './sender.client.ts';
+import { Signal } from './signal.rules.ts';
+import { deliveryHeaders, userAgent } from './signing.crypto.ts';
+
+export interface DispatcherOptions {
+  /** most deliveries claimed by one statement (for one organisation) */
+  batchSize?: number;
+  /** most deliveries held (in flight or waiting to start) by this process; default config.webhookShare.global */
+  globalConcurrency?: number;
+  /** most requests in flight per integration; default config.webhookShare.perIntegration */
+  perIntegration?: number;
+  /** most deliveries held per organisation; default config.webhookShare.perOrganisation */
+  perOrganisation?: number;
+  /** part of the capacity kept for organisations holding nothing; default config.webhookShare.reserve */
+  reserve?: number;
+  /** an endpoint slower than this gets a smaller lane (ms); default config.webhookShare.slowMs */
+  slowMs?: number;
+  /** claim at least this often without a notification (ms) */
+  pollIntervalMs?: number;
+  /** how long stop() waits for requests in flight before interrupting them (ms) */
+  stopGraceMs?: number;
+  /** the circuit breaker: failures in a row that pause an endpoint, first and longest pause */
+  breaker?: Partial<BreakerOptions>;
+}
+
+export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'cipher' | 'metrics'>;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class Dispatcher {
+  private readonly batchSize: number;
+  private readonly pollMs: number;
+  private readonly stopGraceMs: number;
+  private readonly share: FairShare;
+  private readonly breaker: BreakerOptions;
+  private readonly sender: Sender;
+  private readonly credentials: CredentialCache;
+  private readonly metrics: WebhookMetrics;
+  private readonly writer: CompletionWriter;
+  private readonly ua: string;
+  private readonly signal = new Signal();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly disabling = new Set<number>();
+  private readonly shareSource = () => this.share.snapshot();
+  private readonly abort = new AbortController();
+  /** organisations a NOTIFY named since the last claim round */
+  private readonly named = new Set<number>();
+  /** the next round scans the database for due work (claim-round.service.ts says when) */
+  private scanWanted = true;
+  private stopping = false;
+  private capacityWait = false;
+  private loop: Promise<void> | undefined;
+  private stopped: Promise<void> | undefined;
+  private unsubscribe: (() => void)[] = [];
+  private retryTimer: { at: number; timer: NodeJS.Timeout } | undefined;
+
+  constructor(
+    private readonly deps: DispatcherDeps,
+    private readonly notifications: Notifications | undefined,
+    opts: DispatcherOptions = {},
+  ) {
+    this.batchSize = opts.batchSize ?? 200;
+    this.pollMs = opts.pollIntervalMs ?? 1000;
+    this.stopGraceMs = opts.stopGraceMs ?? 5000;
+    const configured = deps.config.webhookShare ?? DEFAULT_SHARE;
+    this.share = new FairShare({
+      ...DEFAULT_SHARE,
+      global: opts.globalConcurrency ?? configured.global,
+      perIntegration: opts.perIntegration ?? configured.perIntegration,
+      perOrganisation: opts.perOrganisation ?? configured.perOrganisation,
+      reserve: opts.reserve ?? configured.reserve,
+      slowMs: opts.slowMs ?? configured.slowMs,
+    });
+    this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
+    this.sender = createSender({
+      allowPrivateNetworks: deps.config.webhookAllowPrivateNetworks,
+      // connections are reused per origin, but the caps are per integration and organisation
+      maxSocketsPerOrigin: this.share.opts.global,
+      maxFreeSocketsPerOrigin: 4 * this.share.opts.perIntegration,
+    });
+    this.credentials = createCredentialCache(deps.cipher);
+    this.metrics = webhookMetrics(deps.metrics.registry, deps.db);
+    this.metrics.shareSource = this.shareSource;
+    this.ua = userAgent(deps.config.publicUrl);
+    setMaxListeners(0, this.abort.signal); // one listener per request in flight
+    this.writer = new CompletionWriter(deps.db, deps.log, this.metrics, {
+      breaker: { ...this.breaker, disableAfterMs: deps.config.webhookDisableAfterMs },
+      onRetryScheduled: (delayMs) => this.wakeIn(delayMs),
+      onHealth: (changes, resumed) => this.healthChanged(changes, resumed),
+    });
+  }
+
+  start(): void {
+    if (this.loop) return;
+    if (this.notifications) {
+      this.unsubscribe.push(
+        this.notifications.on(DELIVERIES_CHANNEL, (payload) => this.notified(payload)),
+        this.notifications.onConnect(() => this.scanSoon()),
+      );
+    }
+    this.loop = this.run();
+  }
+
+  /** Claims now (scanning for due work) instead of at the next notification or poll. */
+  wake(): void {
+    this.scanSoon();
+  }
+
+  private scanSoon(): void {
+    this.scanWanted = true;
+    this.signal.wake();
+  }
+
+  /** New deliveries committed: claim for the organisations named (all of them when none is). */
+  private notified(payload: string): void {
+    const orgs = parseNotifiedOrganisations(payload);
+    if (orgs.length === 0) return this.scanSoon();
+    const slot = this.deps.config.webhookDispatchSlot;
+    for (const org of orgs) if (!slot || org % slot.count === slot.index) this.named.add(org);
+    this.signal.wake();
+  }
+
+  /**
+   * Stops claiming, gives back what has not started, waits up to the grace
+   * period for requests in flight (then interrupts them), and writes every
+   * outcome it has.
+   */
+  stop(): Promise<void> {
+    this.stopped ??= this.shutdown();
+    return this.stopped;
+  }
+
+  private async shutdown(): Promise<void> {
+    if (!this.loop) return;
+    this.stopping = true;
+    for (const u of this.unsubscribe) u();
+    if (this.retryTimer) clearTimeout(this.retryTimer.timer);
+    this.signal.wake();
+    await this.loop;
+    const unstarted = this.share.takeAllWaiting();
+    this.share.dropped(unstarted);
+    await this.release(unstarted.map((j) => j.row));
+    const drained = Promise.all([...this.inFlight]);
+    const timer = sleep(this.stopGraceMs).then(() => 'timeout' as const);
+    if ((await Promise.race([drained, timer])) === 'timeout') {
+      this.abort.abort();
+      await drained;
+    }
+    await this.writer.drain(this.stopGraceMs);
+    this.sender.close();
+    if (this.metrics.shareSource === this.shareSource) this.metrics.shareSource = undefined;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      const room = this.share.room();
+      if (room.pool + room.reserve <= 0) {
+        this.capacityWait = true;
+        if (!(await this.signal.wait(this.pollMs))) this.scanWanted = true;
+        continue;
+      }
+      this.capacityWait = false;
+      const scan = this.scanWanted;
+      this.scanWanted = false;
+      const started = Date.now();
+      let again: boolean;
+      try {
+        ({ again } = await claimRound(
+          this.deps.db,
+          this.share,
+          {
+            limit: room.pool + room.reserve,
+            batchSize: this.batchSize,
+            leaseMarginMs: this.deps.config.webhookLeaseMarginMs,
+            slot: this.deps.config.webhookDispatchSlot,
+            scan,
+            named: this.named,
+          },
+          (rows, claimedAt, reserve) => this.accept(rows, claimedAt, reserve),
+        ));
+        failures = 0;
+      } catch (err) {
+        if (this.stopping) break;
+        // what was asked for is asked for again (the organisations named are marked due in the share already)
+        this.scanWanted ||= scan;
+        failures++;
+        if (failures === 1 || failures % 30 === 0) this.deps.log.warn({ err }, 'claiming webhook deliveries failed; retrying');
+        await this.signal.wait(Math.min(this.pollMs * failures, 5_000));
+        continue;
+      }
+      const took = Date.now() - started;
+      if (!again) {
+        if (!(await this.signal.wait(this.pollMs))) this.scanWanted = true;
+        // rounds that find little are spaced by their own cost (up to 25 ms, so
+        // latency stays low): the database spends at most about half its time on them
+        const gap = started + 2 * took - Date.now();
+        if (gap > 0 && !this.stopping) await sleep(Math.min(gap, 25));
+      }
+    }
+  }
+
+  private accept(rows: ClaimedDelivery[], claimedAt: number, reserve: boolean): void {
+    if (this.stopping) {
+      void this.release(rows);
+      return;
+    }
+    const touched = new Set<Lane>();
+    for (const row of rows) {
+      this.metrics.dispatchLag.observe(Math.max(0, claimedAt - row.due_at.getTime()) / 1000);
+      const job = this.share.add(row, claimedAt + row.http_timeout * 1000 + this.deps.config.webhookLeaseMarginMs, reserve);
+      touched.add(job.lane);
+    }
+    for (const lane of touched) this.pump(lane);
+  }
+
+  private pump(lane: Lane): void {
+    const expired: Job[] = [];
+    // an attempt must end (timeout included) before the lease does, with half
+    // the lease margin (at most 2 s) to spare; a job that waited too long is given back
+    const spare = Math.min(2_000, this.deps.config.webhookLeaseMarginMs / 2);
+    for (let job = this.share.next(lane); job; job = this.share.next(lane)) {
+      if (Date.now() + job.row.http_timeout * 1000 + spare > job.leaseEnd) {
+        this.share.finished(job, undefined);
+        expired.push(job);
+        continue;
+      }
+      const j = job;
+      const p = this.attempt(j)
+        .catch(() => undefined)
+        .then((durationMs) => {
+          this.inFlight.delete(p);
+          this.finished(j, durationMs);
+        });
+      this.inFlight.add(p);
+    }
+    if (expired.length > 0) void this.release(expired.map((j) => j.row));
+  }
+
+  private finished(job: Job, durationMs: number | undefined): void {
+    const reopened = this.share.finished(job, durationMs);
+    if (!this.stopping) this.pump(job.lane);
+    // claim again when this made room someone with more due can use (or the process had no room at all)
+    if (!this.stopping && (this.capacityWait || reopened)) this.signal.wake();
+  }
+
+  /** Makes one attempt; resolves with its duration (undefined when it was interrupted or never sent). */
+  private async attempt(job: Job): Promise<number | undefined> {
+    const { row } = job;
+    let result: SendResult;
+    try {
+      const creds = this.credentials.get({
+        integrationId: row.integration_id,
+        modifiedAt: row.modified_at,
+        authTokenEnc: row.auth_token_enc,
+        signingSecretEnc: row.signing_secret_enc,
+      });
+      result = await this.sender.send({
+        url: row.endpoint,
+        body: row.body,
+        headers: deliveryHeaders(creds, row.webhook_id, row.body, this.ua),
+        timeoutMs: row.http_timeout * 1000,
+        signal: this.abort.signal,
+      });
+    } catch (err) {
+      // the secrets do not decrypt (TRACKWAY_SECRET_KEY changed?): retried like a network error
+      this.deps.log.error({ err, integrationId: row.integration_id }, 'cannot prepare a webhook delivery');
+      result = {
+        startedAt: new Date(),
+        statusCode: null,
+        durationMs: 0,
+        error: 'the integration secrets cannot be decrypted with the configured TRACKWAY_SECRET_KEY',
+        responseExcerpt: null,
+        retryAfterMs: null,
+        permanent: false,
+      };
+    }
+    this.metrics.attempted.inc({ kind: row.kind });
+    const interrupted = this.abort.signal.aborted && result.statusCode === null;
+    const outcome = interrupted
+      ? ({ kind: 'interrupted', delayMs: 0 } as const)
+      : decide(result, row.attempts_count - row.schedule_start, this.deps.config.webhookRetrySchedule);
+    this.metrics.attemptDuration.observe(
+      { result: outcome.kind === 'delivered' ? '2xx' : outcome.kind === 'failed' ? 'failed' : 'retry' },
+      result.durationMs / 1000,
+    );
+    const lastError = result.error ?? (result.statusCode !== null ? `HTTP ${result.statusCode}` : null);
+    this.writer.add(
+      row.kind,
+      {
+        orgId: row.org_id,
+        id: row.id,
+        n: row.attempts_count,
+        outcome: outcome.kind,
+        delayMs: outcome.kind === 'retry' || outcome.kind === 'interrupted' ? outcome.delayMs : 0,
+        lastError: outcome.kind === 'delivered' ? null : lastError,
+        attemptedAt: result.startedAt,
+        statusCode: result.statusCode,
+        durationMs: result.durationMs,
+        error: result.error,
+        responseExcerpt: result.responseExcerpt,
+        deliveredAt: outcome.kind === 'delivered' ? new Date(result.startedAt.getTime() + result.durationMs) : null,
+      },
+      { integrationId: row.integration_id, probe: row.probe },
+    );
+    return interrupted ? undefined : result.durationMs;
+  }
+
+  /** What an outcome write changed in endpoints' circuit breakers. */
+  private healthChanged(changes: HealthChange[], resumed: { org_id: number; integration_id: number }[]): void {
+    const now = Date.now();
+    for (const r of resumed)
+      this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');
+    // what waited for a paused endpoint is due now
+    if (resumed.length > 0 && !this.stopping) this.scanSoon();
+    for (const h of changes) {
+      const ctx = { orgId: h.org_id, integrationId: h.integration_id, failures: h.consecutive_failures, lastError: h.last_error };
+      if (h.opened_now) {
+        this.metrics.breakerOpened.inc();
+        this.deps.log.warn({ ...ctx, pausedUntil: h.paused_until }, 'webhook endpoint paused by its circuit breaker');
+      }
+      if (h.opened_count > 0 && h.paused_until && h.paused_until.getTime() > now) {
+        // what this process still holds for it waits in the database instead
+        const waiting = this.share.takeWaiting(h.integration_id);
+        if (waiting.length > 0) {
+          if (this.share.dropped(waiting)) this.signal.wake();
+          void this.release(waiting.map((j) => j.row));
+        }
+        this.wakeIn(h.paused_until.getTime() - now);
+      }
+      const disableAfterMs = this.deps.config.webhookDisableAfterMs;
+      if (h.disable_due && disableAfterMs !== undefined && !this.disabling.has(h.integration_id)) {
+        this.disabling.add(h.integration_id);
+        disableFailingEndpoint(this.deps.db, h.org_id, h.integration_id, disableAfterMs)
+          .then((done) => {
+            if (!done) return;
+            this.metrics.endpointsDisabled.inc();
+            this.deps.log.warn({ ...ctx, cancelled: done.cancelled, reason: done.reason }, 'webhook endpoint disabled after failing for too long');
+          })
+          .catch((err: unknown) =>
+            this.deps.log.warn({ err, ...ctx }, 'disabling a failing webhook endpoint failed; tried again at its next failure'),
+          )
+          .finally(() => this.disabling.delete(h.integration_id));
+      }
+    }
+  }
+
+  private async release(rows: ClaimedDelivery[]): Promise<void> {
+    if (rows.length === 0) return;
+    try {
+      await releaseClaims(
+        this.deps.db,
+        rows.map((r) => ({ orgId: r.org_id, id: r.id, n: r.attempts_count })),
+      );
+    } catch (err) {
+      // their leases expire instead
+      this.deps.log.warn({ err, count: rows.length }, 'giving back claimed deliveries failed');
+    }
+  }
+
+  /** The loop wakes by itself when the soonest retry (or end of a pause) it knows of is due (polling covers the rest). */
+  private wakeIn(delayMs: number): void {
+    if (this.stopping || delayMs > 600_000) return;
+    const at = Date.now() + delayMs;
+    if (this.retryTimer && this.retryTimer.at <= at && this.retryTimer.at > Date.now()) return;
+    if (this.retryTimer) clearTimeout(this.retryTimer.timer);
+    const timer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.scanSoon();
+    }, delayMs + 5);
+    timer.unref();
+    this.retryTimer = { at, timer };
+  }
+}

@@ -1,0 +1,223 @@
+// One HTTP attempt of a webhook: got over a keep-alive agent per target
+// origin, no redirects, no retries of its own (the outbox owns retries), a
+// hard timeout, the private-address guard on the address actually connected
+// to, and at most the first 1 KB of the response kept.
+import http from 'node:http';
+import https from 'node:https';
+import { performance } from 'node:perf_hooks';
+import got, { type Got, Options } from 'got';
+import { parseRetryAfter } from './retry.rules.ts';
+import { REFUSED_CODE, checkUrlHost, guardedLookup } from './ssrf.client.ts';
+
+export const EXCERPT_BYTES = 1024;
+/** a body beyond this is not read further (the attempt's status is already known) */
+const DRAIN_LIMIT = 64 * 1024;
+/** agents of origins unused this long are closed */
+const AGENT_IDLE_MS = 120_000;
+
+export interface SendRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  /** aborts the attempt (a stopping dispatcher) */
+  signal?: AbortSignal;
+}
+
+export interface SendResult {
+  startedAt: Date;
+  statusCode: number | null;
+  durationMs: number;
+  /** why no (complete) response arrived; null otherwise */
+  error: string | null;
+  responseExcerpt: string | null;
+  retryAfterMs: number | null;
+  /** the target itself is unusable (a refused address, a malformed URL): never retried */
+  permanent: boolean;
+}
+
+export interface SenderOptions {
+  allowPrivateNetworks: boolean;
+  /**
+   * sockets per origin: a bound, not the unit of sharing (the dispatcher caps
+   * requests per integration and per organisation, so two tenants of one
+   * receiver do not share one small cap)
+   */
+  maxSocketsPerOrigin: number;
+  /** idle keep-alive sockets kept per origin */
+  maxFreeSocketsPerOrigin: number;
+}
+
+export interface Sender {
+  send(req: SendRequest): Promise<SendResult>;
+  close(): void;
+}
+
+/** scheme://host:port of a URL, the key of its keep-alive agent. */
+export function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'invalid:';
+  }
+}
+
+const PERMANENT_CODES = new Set([REFUSED_CODE, 'ERR_INVALID_URL', 'ERR_UNSUPPORTED_PROTOCOL']);
+
+function excerpt(chunks: Buffer[]): string {
+  // PostgreSQL text cannot hold NUL
+  return Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', '\uFFFD');
+}
+
+export function createSender(opts: SenderOptions): Sender {
+  interface Agents {
+    http: http.Agent;
+    https: https.Agent;
+    usedAt: number;
+    /** got options prepared per timeout: building them per request is most of got's cost */
+    prepared: Map<number, Options>;
+  }
+  const agents = new Map<string, Agents>();
+  const agentOptions = {
+    keepAlive: true,
+    keepAliveMsecs: 1000,
+    maxSockets: opts.maxSocketsPerOrigin,
+    maxFreeSockets: opts.maxFreeSocketsPerOrigin,
+    scheduling: 'lifo' as const,
+    timeout: 30_000,
+  };
+  function agentsFor(origin: string): Agents {
+    let a = agents.get(origin);
+    if (!a) {
+      a = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions), usedAt: 0, prepared: new Map() };
+      agents.set(origin, a);
+    }
+    a.usedAt = Date.now();
+    return a;
+  }
+  const sweeper = setInterval(() => {
+    const cutoff = Date.now() - AGENT_IDLE_MS;
+    for (const [origin, a] of agents) {
+      if (a.usedAt < cutoff) {
+        a.http.destroy();
+        a.https.destroy();
+        agents.delete(origin);
+      }
+    }
+  }, AGENT_IDLE_MS / 2);
+  sweeper.unref();
+
+  const client: Got = got.extend({
+    followRedirect: false,
+    retry: { limit: 0 },
+    throwHttpErrors: false,
+    decompress: true,
+    http2: false,
+    ...(opts.allowPrivateNetworks
+      ? {}
+      : {
+          dnsLookup: guardedLookup as never,
+          hooks: { beforeRequest: [(o) => checkUrlHost(o.url as URL)] },
+        }),
+  });
+  function prepared(a: Agents, timeoutMs: number): Options {
+    let o = a.prepared.get(timeoutMs);
+    if (!o) {
+      o = new Options(
+        { method: 'POST', isStream: true, timeout: { request: timeoutMs }, agent: { http: a.http, https: a.https } },
+        undefined,
+        client.defaults.options,
+      );
+      a.prepared.set(timeoutMs, o);
+    }
+    return o;
+  }
+
+  return {
+    send(req) {
+      const startedAt = new Date();
+      const t0 = performance.now();
+      return new Promise<SendResult>((resolve) => {
+        let statusCode: number | null = null;
+        let retryAfter: string | undefined;
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        let seen = 0;
+        let settled = false;
+        let stream: ReturnType<Got['stream']> | undefined;
+
+        const finish = (err?: unknown) => {
+          if (settled) return;
+          settled = true;
+          req.signal?.removeEventListener('abort', onAbort);
+          const e = err as { code?: string; message?: string } | undefined;
+          const retryAfterMs = parseRetryAfter(retryAfter);
+          resolve({
+            startedAt,
+            statusCode,
+            durationMs: Math.max(0, Math.round(performance.now() - t0)),
+            error: e ? (e.message ?? String(err)).slice(0, 500) : null,
+            responseExcerpt: statusCode === null ? null : excerpt(chunks),
+            retryAfterMs: retryAfterMs ?? null,
+            permanent: statusCode === null && PERMANENT_CODES.has(e?.code ?? ''),
+          });
+        };
+        const onAbort = () => {
+          const err = new Error('interrupted: the dispatcher stopped before the endpoint answered');
+          stream?.destroy(err);
+          finish(err);
+        };
+        if (req.signal?.aborted) return onAbort();
+        req.signal?.addEventListener('abort', onAbort);
+
+        let url: URL;
+        try {
+          url = new URL(req.url);
+          if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+            throw Object.assign(new Error(`unsupported protocol ${url.protocol} (http or https only)`), {
+              code: 'ERR_UNSUPPORTED_PROTOCOL',
+            });
+          }
+        } catch (err) {
+          const e = err as { code?: string };
+          return finish(e.code ? err : Object.assign(new Error(`invalid endpoint URL`), { code: 'ERR_INVALID_URL' }));
+        }
+        const a = agentsFor(url.origin);
+        try {
+          // got(url, options, defaults): only the body and headers are merged per request
+          const request = client as unknown as (u: URL, o: object, d: Options) => ReturnType<Got['stream']>;
+          stream = request(url, { body: req.body, headers: req.headers }, prepared(a, req.timeoutMs));
+        } catch (err) {
+          return finish(err);
+        }
+        stream.on('response', (res: http.IncomingMessage) => {
+          statusCode = res.statusCode ?? null;
+          retryAfter = res.headers['retry-after'];
+        });
+        stream.on('data', (chunk: Buffer) => {
+          seen += chunk.length;
+          if (kept < EXCERPT_BYTES) {
+            const part = chunk.subarray(0, EXCERPT_BYTES - kept);
+            chunks.push(part);
+            kept += part.length;
+          }
+          if (seen > DRAIN_LIMIT) {
+            stream.destroy();
+            finish();
+          }
+        });
+        stream.on('end', () => finish());
+        stream.on('error', (err: unknown) => finish(err));
+        stream.on('close', () => finish(statusCode === null ? new Error('the connection closed without a response') : undefined));
+      });
+    },
+    close() {
+      clearInterval(sweeper);
+      for (const a of agents.values()) {
+        a.http.destroy();
+        a.https.destroy();
+      }
+      agents.clear();
+    },
+  };
+}
