@@ -975,7 +975,7 @@ export interface paths {
                  */
                 core_id: components["parameters"]["CoreId"];
                 /**
-                 * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional.
+                 * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional. (`contentEncoding` names `base64`, the family of both alphabets: Swagger UI cannot render a parameter whose `contentEncoding` is `base64url`.)
                  * @example eyJlbWFpbCI6ImphbmUuZG9lQGV4YW1wbGUuY29tIiwibmFtZSI6IkphbmUgRG9lIn0
                  */
                 payload: components["parameters"]["IdentifyPayloadSegment"];
@@ -3157,14 +3157,11 @@ export interface components {
         /** @description Extra visitor identifier set by the shop (for example its customer id). The literal `null` means none. Visitors sharing a `corex_id` are treated as one person. */
         CorexId: components["schemas"]["VisitorId"];
         /**
-         * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional.
+         * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional. (`contentEncoding` names `base64`, the family of both alphabets: Swagger UI cannot render a parameter whose `contentEncoding` is `base64url`.)
          * @example eyJlbWFpbCI6ImphbmUuZG9lQGV4YW1wbGUuY29tIiwibmFtZSI6IkphbmUgRG9lIn0
          */
         IdentifyPayloadSegment: string;
-        /**
-         * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-         * @example eyJpZCI6MTIwfQ
-         */
+        /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
         Cursor: string;
         /**
          * @description Page size.
@@ -3535,10 +3532,7 @@ export interface operations {
                  * @example 42
                  */
                 org_id: components["parameters"]["OrgIdQuery"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4098,10 +4092,7 @@ export interface operations {
                  * @example shop.example
                  */
                 q?: components["parameters"]["OrganisationSearch"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4525,10 +4516,7 @@ export interface operations {
                  * @example true
                  */
                 contacts_only?: components["parameters"]["ContactsOnly"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4704,10 +4692,7 @@ export interface operations {
                  * @example productview
                  */
                 name?: components["parameters"]["EventNameFilter"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4794,10 +4779,7 @@ export interface operations {
                  * @example 7
                  */
                 integration_id?: components["parameters"]["DeliveryIntegrationFilter"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4880,10 +4862,7 @@ export interface operations {
     listLearnEvents: {
         parameters: {
             query?: {
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4957,10 +4936,7 @@ export interface operations {
     listPrivacyRequests: {
         parameters: {
             query?: {
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -5248,10 +5224,7 @@ export interface operations {
     listPrivacySuppressions: {
         parameters: {
             query?: {
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -5553,7 +5526,7 @@ export interface operations {
                  */
                 core_id: components["parameters"]["CoreId"];
                 /**
-                 * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional.
+                 * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional. (`contentEncoding` names `base64`, the family of both alphabets: Swagger UI cannot render a parameter whose `contentEncoding` is `base64url`.)
                  * @example eyJlbWFpbCI6ImphbmUuZG9lQGV4YW1wbGUuY29tIiwibmFtZSI6IkphbmUgRG9lIn0
                  */
                 payload: components["parameters"]["IdentifyPayloadSegment"];
