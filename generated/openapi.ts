@@ -2705,33 +2705,6 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request failed validation (code 4000); `errors` lists each problem. */
-        PlatformBadRequest: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": 4000,
-                 *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
-                 *       "errors": [
-                 *         {
-                 *           "path": "/data/endpoint",
-                 *           "message": "must be an http or https URL"
-                 *         },
-                 *         {
-                 *           "path": "/data/endpoint",
-                 *           "message": "must be a valid uri"
-                 *         }
-                 *       ],
-                 *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
-                 *     }
-                 */
-                "application/json": components["schemas"]["PlatformError"];
-            };
-        };
         /** @description The bearer token is missing, malformed, expired, revoked or was issued for another platform (code 4010). */
         PlatformUnauthorized: {
             headers: {
@@ -2877,24 +2850,6 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["EventAccepted"];
-            };
-        };
-        /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
-        TrackingBadRequest: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "error": "invalid_request",
-                 *       "message": "Invalid request: /product_id must be integer",
-                 *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
-                 *     }
-                 */
-                "application/json": components["schemas"]["TrackingError"];
             };
         };
         /** @description No active organisation has this `org_id` (`unknown_organisation`). Nothing was recorded. */
@@ -3334,7 +3289,29 @@ export interface operations {
                     "application/json": components["schemas"]["LoginResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /password is required",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/password",
+                     *           "message": "is required"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             /** @description Wrong email or password, or an account of another platform (code 4011). */
             401: {
                 headers: {
@@ -3345,7 +3322,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": 4011,
-                     *       "message": "Invalid login credentials."
+                     *       "message": "Invalid login credentials.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["PlatformError"];
@@ -3419,7 +3397,29 @@ export interface operations {
                     "application/json": components["schemas"]["RegisterResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /domain is required",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/domain",
+                     *           "message": "is required"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             /** @description The caller is a merchant session (logged in under `merchant`, see `loginPlatformUser`), not a platform account: merchants cannot register merchants (code 4031). Nothing was created. */
             403: {
@@ -3431,7 +3431,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": 4031,
-                     *       "message": "A merchant session cannot register merchants; log in with a platform account."
+                     *       "message": "A merchant session cannot register merchants; log in with a platform account.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["PlatformError"];
@@ -3506,7 +3507,29 @@ export interface operations {
                     "application/json": components["schemas"]["PasswordChangeResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /new_password must NOT have fewer than 8 characters",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/new_password",
+                     *           "message": "must NOT have fewer than 8 characters"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             /** @description The current password is wrong (code 4011; counted as a failed login), or the bearer token is missing, expired, revoked or of another platform (code 4010). */
             401: {
                 headers: {
@@ -3594,7 +3617,29 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.org_id is required",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.org_id",
+                     *           "message": "is required"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -3662,7 +3707,33 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be an http or https URL"
+                     *         },
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be a valid uri"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -3732,7 +3803,33 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be an http or https URL"
+                     *         },
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be a valid uri"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -3811,7 +3908,33 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be an http or https URL"
+                     *         },
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be a valid uri"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -3889,7 +4012,33 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be an http or https URL"
+                     *         },
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be a valid uri"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -3929,7 +4078,29 @@ export interface operations {
                     "application/json": components["schemas"]["Integration"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.integration_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.integration_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
@@ -3964,7 +4135,29 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.integration_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.integration_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
@@ -4036,7 +4229,29 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/httpTimeout must be a whole number of seconds from 1 to 30, as a string (\"10\")",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/httpTimeout",
+                     *           "message": "must be a whole number of seconds from 1 to 30, as a string (\"10\")"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -4075,7 +4290,29 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationTestResult"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.integration_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.integration_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -4154,7 +4391,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.limit must be <= 200",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.limit",
+                     *           "message": "must be <= 200"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
@@ -4217,7 +4476,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationDetail"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.org_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.org_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -4287,7 +4568,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationDetail"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /identity_verification must be one of \"optional\", \"required\"",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/identity_verification",
+                     *           "message": "must be one of \"optional\", \"required\""
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -4353,7 +4656,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationDetail"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.org_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.org_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -4500,7 +4825,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationStats"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.org_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.org_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -4589,7 +4936,29 @@ export interface operations {
                     "application/json": components["schemas"]["VisitorList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.contacts_only must be boolean",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.contacts_only",
+                     *           "message": "must be boolean"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -4671,7 +5040,29 @@ export interface operations {
                     "application/json": components["schemas"]["Visitor"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.core_id must be 1 to 64 characters of A-Z, a-z, 0-9, \".\", \"_\" or \"-\"",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.core_id",
+                     *           "message": "must be 1 to 64 characters of A-Z, a-z, 0-9, \".\", \"_\" or \"-\""
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -4758,7 +5149,29 @@ export interface operations {
                     "application/json": components["schemas"]["TrackedEventList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.name must be one of \"view\", \"updatecart\", \"removefromcart\", \"checkout\", \"buy\", \"productview\", \"categoryview\"",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.name",
+                     *           "message": "must be one of \"view\", \"updatecart\", \"removefromcart\", \"checkout\", \"buy\", \"productview\", \"categoryview\""
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -4851,7 +5264,29 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.status must be one of \"pending\", \"delivered\", \"failed\", \"cancelled\"",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.status",
+                     *           "message": "must be one of \"pending\", \"delivered\", \"failed\", \"cancelled\""
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -4925,7 +5360,29 @@ export interface operations {
                     "application/json": components["schemas"]["LearnEventList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.cursor is not a valid cursor for this listing",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.cursor",
+                     *           "message": "is not a valid cursor for this listing"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -4999,7 +5456,29 @@ export interface operations {
                     "application/json": components["schemas"]["PrivacyRequestList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.limit must be >= 1",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.limit",
+                     *           "message": "must be >= 1"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             500: components["responses"]["PlatformInternalError"];
@@ -5057,7 +5536,29 @@ export interface operations {
                     "application/json": components["schemas"]["PrivacyRequest"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /subject must NOT have fewer than 1 properties",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/subject",
+                     *           "message": "must NOT have fewer than 1 properties"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -5213,7 +5714,29 @@ export interface operations {
                     "application/json": components["schemas"]["PrivacyRequest"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.request_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.request_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -5271,7 +5794,29 @@ export interface operations {
                     "application/json": components["schemas"]["PrivacySuppressionList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.limit must be >= 1",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.limit",
+                     *           "message": "must be >= 1"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             500: components["responses"]["PlatformInternalError"];
@@ -5352,7 +5897,29 @@ export interface operations {
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.delivery_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.delivery_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
@@ -5421,7 +5988,29 @@ export interface operations {
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.delivery_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.delivery_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             /** @description The delivery is neither `failed` nor `cancelled`, or its integration is inactive or deleted (code 4090). */
@@ -5434,7 +6023,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": 4090,
-                     *       "message": "Delivery is pending; only failed or cancelled deliveries can be retried"
+                     *       "message": "Delivery is pending; only failed or cancelled deliveries can be retried",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["PlatformError"];
@@ -5495,7 +6085,24 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: query.v must NOT have more than 64 characters",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             500: components["responses"]["TrackingInternalError"];
         };
     };
@@ -5635,7 +6242,24 @@ export interface operations {
                     "image/gif": string;
                 };
             };
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: query.page must be an http or https URL; query.page must be a valid uri",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             429: components["responses"]["TrackingRateLimited"];
@@ -5688,7 +6312,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /page must be an http or https URL; /page must be a valid uri",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -5755,7 +6396,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /product_id is required; /cart_value must be number",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -5813,7 +6471,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /product_id is required; /line_items must be array",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -5881,7 +6556,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /items/0/product_id is required",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -5944,7 +6636,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /order_id must be string",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -6001,7 +6710,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /product_id must be integer",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -6056,7 +6782,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /category must NOT have fewer than 1 characters",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -6175,7 +6918,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "error",
-                     *       "message": "Invalid or missing registration token."
+                     *       "message": "Invalid or missing registration token.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["AnalyticsError"];
@@ -6191,7 +6935,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "error",
-                     *       "message": "Registration is disabled."
+                     *       "message": "Registration is disabled.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["AnalyticsError"];
@@ -6210,7 +6955,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "error",
-                     *       "message": "Too many registrations. Try again later."
+                     *       "message": "Too many registrations. Try again later.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["AnalyticsError"];
@@ -6244,7 +6990,23 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "The last X-Forwarded-For entry is not an IP address (the proxy in front of Trackway must append the client address)",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
         };
     };
@@ -6272,7 +7034,23 @@ export interface operations {
                     "application/json": components["schemas"]["ReadinessStatus"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "The last X-Forwarded-For entry is not an IP address (the proxy in front of Trackway must append the client address)",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
             /** @description Not ready, typically because the database cannot be reached. */
             503: {
