@@ -5065,7 +5065,23 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
+            /** @description No such resource among the caller's organisations (code 4040). A resource of another account answers the same way. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4040,
+                     *       "message": "Visitor not found",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -5739,7 +5755,23 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
+            /** @description No such resource among the caller's organisations (code 4040). A resource of another account answers the same way. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4040,
+                     *       "message": "Privacy request not found",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -5921,7 +5953,23 @@ export interface operations {
                 };
             };
             401: components["responses"]["PlatformUnauthorized"];
-            404: components["responses"]["PlatformNotFound"];
+            /** @description No such resource among the caller's organisations (code 4040). A resource of another account answers the same way. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4040,
+                     *       "message": "Delivery not found",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -6012,7 +6060,23 @@ export interface operations {
                 };
             };
             401: components["responses"]["PlatformUnauthorized"];
-            404: components["responses"]["PlatformNotFound"];
+            /** @description No such resource among the caller's organisations (code 4040). A resource of another account answers the same way. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4040,
+                     *       "message": "Delivery not found",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             /** @description The delivery is neither `failed` nor `cancelled`, or its integration is inactive or deleted (code 4090). */
             409: {
                 headers: {

@@ -144,6 +144,10 @@ describe('documented error examples equal the server’s answers', function () {
     'PlatformUnauthorized invalidToken': () => srv.api.get(`${p()}/organisations`, { token: 'abc' }),
     PlatformForbidden: () => srv.api.get(`${p()}/organisations/987654321`, { token: account.token }),
     PlatformNotFound: () => srv.api.get(`${p()}/integration/987654321`, { token: account.token }),
+    'getVisitor 404': () => srv.api.get(`${p()}/organisations/${orgId}/visitors/nobody-here`, { token: account.token }),
+    'getDelivery 404': () => srv.api.get(`${p()}/deliveries/987654321`, { token: account.token }),
+    'retryDelivery 404': () => srv.api.post(`${p()}/deliveries/987654321/retry`, undefined, { token: account.token }),
+    'getPrivacyRequest 404': () => srv.api.get(`${p()}/organisations/${orgId}/privacy-requests/987654321`, { token: account.token }),
     PlatformPayloadTooLarge: () =>
       srv.api.post(`${p()}/users/login`, undefined, {
         raw: JSON.stringify({ email: 'x'.repeat(1_100_000) }),
