@@ -5261,7 +5261,19 @@ export interface operations {
                      *             "type": "EMAIL",
                      *             "date": "2024-05-14",
                      *             "org_id": "42",
-                     *             "event": "view"
+                     *             "event": "view",
+                     *             "event_id": "91822",
+                     *             "occurred_at": "2024-05-14T09:30:02.702Z",
+                     *             "source_event": "view",
+                     *             "visitor": {
+                     *               "core_id": "c7f1d2a9-3b4e-4f7a-9c21-5e8d0b6a4f13",
+                     *               "roaming_id": "r-5f2a9c0e1b",
+                     *               "corex_id": null
+                     *             },
+                     *             "verified": true,
+                     *             "properties": {
+                     *               "page": "https://shop.example.com/collections/summer"
+                     *             }
                      *           },
                      *           "attempts": [
                      *             {
@@ -5715,6 +5727,7 @@ export interface operations {
                      *                 "roaming_id": "r-03c5",
                      *                 "corex_id": null
                      *               },
+                     *               "verified": false,
                      *               "properties": {
                      *                 "product_id": 42,
                      *                 "cart_url": "https://shop.example.com/cart",
@@ -5902,6 +5915,12 @@ export interface operations {
                      *         "date": "2024-05-14",
                      *         "org_id": "42",
                      *         "verified": true,
+                     *         "matched_at": "2024-05-14T09:30:00.101Z",
+                     *         "visitor": {
+                     *           "core_id": "c7f1d2a9-3b4e-4f7a-9c21-5e8d0b6a4f13",
+                     *           "roaming_id": "r-5f2a9c0e1b",
+                     *           "corex_id": "cust-88213"
+                     *         },
                      *         "last_addtocart": "https://shop.example.com/products/linen-shirt",
                      *         "last_view": [
                      *           "https://shop.example.com/products/linen-shirt",
@@ -6020,7 +6039,22 @@ export interface operations {
                      *         "type": "PHONE",
                      *         "date": "2024-05-14",
                      *         "org_id": "42",
-                     *         "event": "addtocart"
+                     *         "event": "addtocart",
+                     *         "event_id": "91822",
+                     *         "occurred_at": "2024-05-14T09:30:02.702Z",
+                     *         "source_event": "updatecart",
+                     *         "visitor": {
+                     *           "core_id": "c7f1d2a9-3b4e-4f7a-9c21-5e8d0b6a4f13",
+                     *           "roaming_id": "r-5f2a9c0e1b",
+                     *           "corex_id": null
+                     *         },
+                     *         "verified": true,
+                     *         "properties": {
+                     *           "product_id": 7312458963,
+                     *           "cart_url": "https://shop.example.com/cart",
+                     *           "line_items": [],
+                     *           "cart_value": 0
+                     *         }
                      *       },
                      *       "attempts": [
                      *         {
@@ -6132,8 +6166,8 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example /*! Trackway tracker *\/
-                     *     (function (w, d) { var q = w.trackway || []; /* ... *\/ })(window, document);
+                     * @example /*! Trackway tracker 0.1.0 *\/
+                     *     "use strict";(()=>{ /* the minified tracker, under 2 KB gzipped *\/ })();
                      */
                     "text/javascript": string;
                 };
