@@ -3642,7 +3642,6 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -3832,7 +3831,6 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             413: components["responses"]["PlatformPayloadTooLarge"];
             415: components["responses"]["PlatformUnsupportedMediaType"];
             500: components["responses"]["PlatformInternalError"];
@@ -4041,7 +4039,6 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             413: components["responses"]["PlatformPayloadTooLarge"];
             415: components["responses"]["PlatformUnsupportedMediaType"];
             500: components["responses"]["PlatformInternalError"];
@@ -4850,7 +4847,6 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -4961,7 +4957,6 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -5190,7 +5185,6 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -5317,7 +5311,6 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -5413,7 +5406,6 @@ export interface operations {
             };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
