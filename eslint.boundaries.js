@@ -49,6 +49,7 @@ export const HTTP_KIT = [
   'client-address.ts',
   'contract.ts',
   'errors.ts',
+  'favicon.ts',
   'field-errors.ts',
   'metrics.ts',
   'pagination.ts',

@@ -990,7 +990,7 @@ export interface paths {
                  */
                 core_id: components["parameters"]["CoreId"];
                 /**
-                 * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional.
+                 * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional. (`contentEncoding` names `base64`, the family of both alphabets: Swagger UI cannot render a parameter whose `contentEncoding` is `base64url`.)
                  * @example eyJlbWFpbCI6ImphbmUuZG9lQGV4YW1wbGUuY29tIiwibmFtZSI6IkphbmUgRG9lIn0
                  */
                 payload: components["parameters"]["IdentifyPayloadSegment"];
@@ -2794,33 +2794,6 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request failed validation (code 4000); `errors` lists each problem. */
-        PlatformBadRequest: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": 4000,
-                 *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
-                 *       "errors": [
-                 *         {
-                 *           "path": "/data/endpoint",
-                 *           "message": "must be an http or https URL"
-                 *         },
-                 *         {
-                 *           "path": "/data/endpoint",
-                 *           "message": "must be a valid uri"
-                 *         }
-                 *       ],
-                 *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
-                 *     }
-                 */
-                "application/json": components["schemas"]["PlatformError"];
-            };
-        };
         /** @description The bearer token is missing, malformed, expired, revoked or was issued for another platform (code 4010). */
         PlatformUnauthorized: {
             headers: {
@@ -2966,24 +2939,6 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["EventAccepted"];
-            };
-        };
-        /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
-        TrackingBadRequest: {
-            headers: {
-                "X-Request-Id": components["headers"]["RequestId"];
-                "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "error": "invalid_request",
-                 *       "message": "Invalid request: /product_id must be integer",
-                 *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
-                 *     }
-                 */
-                "application/json": components["schemas"]["TrackingError"];
             };
         };
         /** @description No active organisation has this `org_id` (`unknown_organisation`). Nothing was recorded. */
@@ -3246,14 +3201,11 @@ export interface components {
         /** @description Extra visitor identifier set by the shop (for example its customer id). The literal `null` means none. Visitors sharing a `corex_id` are treated as one person. */
         CorexId: components["schemas"]["VisitorId"];
         /**
-         * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional.
+         * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional. (`contentEncoding` names `base64`, the family of both alphabets: Swagger UI cannot render a parameter whose `contentEncoding` is `base64url`.)
          * @example eyJlbWFpbCI6ImphbmUuZG9lQGV4YW1wbGUuY29tIiwibmFtZSI6IkphbmUgRG9lIn0
          */
         IdentifyPayloadSegment: string;
-        /**
-         * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-         * @example eyJpZCI6MTIwfQ
-         */
+        /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
         Cursor: string;
         /**
          * @description Page size.
@@ -3436,7 +3388,29 @@ export interface operations {
                     "application/json": components["schemas"]["LoginResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /password is required",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/password",
+                     *           "message": "is required"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             /** @description Wrong email or password, or an account of another platform (code 4011). */
             401: {
                 headers: {
@@ -3447,7 +3421,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": 4011,
-                     *       "message": "Invalid login credentials."
+                     *       "message": "Invalid login credentials.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["PlatformError"];
@@ -3521,7 +3496,29 @@ export interface operations {
                     "application/json": components["schemas"]["RegisterResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /domain is required",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/domain",
+                     *           "message": "is required"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             /** @description The caller is a merchant session (logged in under `merchant`, see `loginPlatformUser`), not a platform account: merchants cannot register merchants (code 4031). Nothing was created. */
             403: {
@@ -3533,7 +3530,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": 4031,
-                     *       "message": "A merchant session cannot register merchants; log in with a platform account."
+                     *       "message": "A merchant session cannot register merchants; log in with a platform account.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["PlatformError"];
@@ -3608,7 +3606,29 @@ export interface operations {
                     "application/json": components["schemas"]["PasswordChangeResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /new_password must NOT have fewer than 8 characters",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/new_password",
+                     *           "message": "must NOT have fewer than 8 characters"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             /** @description The current password is wrong (code 4011; counted as a failed login), or the bearer token is missing, expired, revoked or of another platform (code 4010). */
             401: {
                 headers: {
@@ -3634,10 +3654,7 @@ export interface operations {
                  * @example 42
                  */
                 org_id: components["parameters"]["OrgIdQuery"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -3699,10 +3716,31 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.org_id is required",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.org_id",
+                     *           "message": "is required"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -3767,7 +3805,33 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be an http or https URL"
+                     *         },
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be a valid uri"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -3837,10 +3901,35 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be an http or https URL"
+                     *         },
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be a valid uri"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             413: components["responses"]["PlatformPayloadTooLarge"];
             415: components["responses"]["PlatformUnsupportedMediaType"];
             500: components["responses"]["PlatformInternalError"];
@@ -3916,7 +4005,33 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be an http or https URL"
+                     *         },
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be a valid uri"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -3994,10 +4109,35 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/endpoint must be an http or https URL; /data/endpoint must be a valid uri",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be an http or https URL"
+                     *         },
+                     *         {
+                     *           "path": "/data/endpoint",
+                     *           "message": "must be a valid uri"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             413: components["responses"]["PlatformPayloadTooLarge"];
             415: components["responses"]["PlatformUnsupportedMediaType"];
             500: components["responses"]["PlatformInternalError"];
@@ -4034,7 +4174,29 @@ export interface operations {
                     "application/json": components["schemas"]["Integration"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.integration_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.integration_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
@@ -4069,7 +4231,29 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.integration_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.integration_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
@@ -4141,7 +4325,29 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationResponse"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /data/httpTimeout must be a whole number of seconds from 1 to 30, as a string (\"10\")",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/data/httpTimeout",
+                     *           "message": "must be a whole number of seconds from 1 to 30, as a string (\"10\")"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -4180,7 +4386,29 @@ export interface operations {
                     "application/json": components["schemas"]["IntegrationTestResult"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.integration_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.integration_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             404: components["responses"]["PlatformNotFound"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -4197,10 +4425,7 @@ export interface operations {
                  * @example shop.example
                  */
                 q?: components["parameters"]["OrganisationSearch"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4263,7 +4488,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.limit must be <= 200",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.limit",
+                     *           "message": "must be <= 200"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
@@ -4327,7 +4574,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationDetail"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.org_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.org_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["PlatformNotFound"];
@@ -4398,7 +4667,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationDetail"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /identity_verification must be one of \"optional\", \"required\"",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/identity_verification",
+                     *           "message": "must be one of \"optional\", \"required\""
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -4465,7 +4756,29 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationDetail"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.org_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.org_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -4620,10 +4933,31 @@ export interface operations {
                     "application/json": components["schemas"]["OrganisationStats"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.org_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.org_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -4636,10 +4970,7 @@ export interface operations {
                  * @example true
                  */
                 contacts_only?: components["parameters"]["ContactsOnly"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4712,10 +5043,31 @@ export interface operations {
                     "application/json": components["schemas"]["VisitorList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.contacts_only must be boolean",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.contacts_only",
+                     *           "message": "must be boolean"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -4794,10 +5146,48 @@ export interface operations {
                     "application/json": components["schemas"]["Visitor"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.core_id must be 1 to 64 characters of A-Z, a-z, 0-9, \".\", \"_\" or \"-\"",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.core_id",
+                     *           "message": "must be 1 to 64 characters of A-Z, a-z, 0-9, \".\", \"_\" or \"-\""
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
+            /** @description No such resource among the caller's organisations (code 4040). A resource of another account answers the same way. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4040,
+                     *       "message": "Visitor not found",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -4815,10 +5205,7 @@ export interface operations {
                  * @example productview
                  */
                 name?: components["parameters"]["EventNameFilter"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4884,10 +5271,31 @@ export interface operations {
                     "application/json": components["schemas"]["TrackedEventList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.name must be one of \"view\", \"updatecart\", \"removefromcart\", \"checkout\", \"buy\", \"productview\", \"categoryview\"",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.name",
+                     *           "message": "must be one of \"view\", \"updatecart\", \"removefromcart\", \"checkout\", \"buy\", \"productview\", \"categoryview\""
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -4905,10 +5313,7 @@ export interface operations {
                  * @example 7
                  */
                 integration_id?: components["parameters"]["DeliveryIntegrationFilter"];
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -4961,7 +5366,19 @@ export interface operations {
                      *             "type": "EMAIL",
                      *             "date": "2024-05-14",
                      *             "org_id": "42",
-                     *             "event": "view"
+                     *             "event": "view",
+                     *             "event_id": "91822",
+                     *             "occurred_at": "2024-05-14T09:30:02.702Z",
+                     *             "source_event": "view",
+                     *             "visitor": {
+                     *               "core_id": "c7f1d2a9-3b4e-4f7a-9c21-5e8d0b6a4f13",
+                     *               "roaming_id": "r-5f2a9c0e1b",
+                     *               "corex_id": null
+                     *             },
+                     *             "verified": true,
+                     *             "properties": {
+                     *               "page": "https://shop.example.com/collections/summer"
+                     *             }
                      *           },
                      *           "attempts": [
                      *             {
@@ -4980,10 +5397,31 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.status must be one of \"pending\", \"delivered\", \"failed\", \"cancelled\"",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.status",
+                     *           "message": "must be one of \"pending\", \"delivered\", \"failed\", \"cancelled\""
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -4991,10 +5429,7 @@ export interface operations {
     listLearnEvents: {
         parameters: {
             query?: {
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -5057,10 +5492,31 @@ export interface operations {
                     "application/json": components["schemas"]["LearnEventList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.cursor is not a valid cursor for this listing",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.cursor",
+                     *           "message": "is not a valid cursor for this listing"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -5068,10 +5524,7 @@ export interface operations {
     listPrivacyRequests: {
         parameters: {
             query?: {
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -5134,7 +5587,29 @@ export interface operations {
                     "application/json": components["schemas"]["PrivacyRequestList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.limit must be >= 1",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.limit",
+                     *           "message": "must be >= 1"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             500: components["responses"]["PlatformInternalError"];
@@ -5192,7 +5667,29 @@ export interface operations {
                     "application/json": components["schemas"]["PrivacyRequest"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: /subject must NOT have fewer than 1 properties",
+                     *       "errors": [
+                     *         {
+                     *           "path": "/subject",
+                     *           "message": "must NOT have fewer than 1 properties"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PlatformPayloadTooLarge"];
@@ -5333,6 +5830,7 @@ export interface operations {
                      *                 "roaming_id": "r-03c5",
                      *                 "corex_id": null
                      *               },
+                     *               "verified": false,
                      *               "properties": {
                      *                 "product_id": 42,
                      *                 "cart_url": "https://shop.example.com/cart",
@@ -5348,10 +5846,48 @@ export interface operations {
                     "application/json": components["schemas"]["PrivacyRequest"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.request_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.request_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["PlatformNotFound"];
+            /** @description No such resource among the caller's organisations (code 4040). A resource of another account answers the same way. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4040,
+                     *       "message": "Privacy request not found",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -5359,10 +5895,7 @@ export interface operations {
     listPrivacySuppressions: {
         parameters: {
             query?: {
-                /**
-                 * @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400.
-                 * @example eyJpZCI6MTIwfQ
-                 */
+                /** @description `next_cursor` of the previous page. Omit for the first page. A cursor is valid only with the same filters; an unreadable one answers 400. (No example: a cursor comes only from the previous page's `next_cursor`, so "Try it out" leaves it empty and asks for the first page.) */
                 cursor?: components["parameters"]["Cursor"];
                 /**
                  * @description Page size.
@@ -5409,7 +5942,29 @@ export interface operations {
                     "application/json": components["schemas"]["PrivacySuppressionList"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: query.limit must be >= 1",
+                     *       "errors": [
+                     *         {
+                     *           "path": "query.limit",
+                     *           "message": "must be >= 1"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
             403: components["responses"]["PlatformForbidden"];
             500: components["responses"]["PlatformInternalError"];
@@ -5463,6 +6018,12 @@ export interface operations {
                      *         "date": "2024-05-14",
                      *         "org_id": "42",
                      *         "verified": true,
+                     *         "matched_at": "2024-05-14T09:30:00.101Z",
+                     *         "visitor": {
+                     *           "core_id": "c7f1d2a9-3b4e-4f7a-9c21-5e8d0b6a4f13",
+                     *           "roaming_id": "r-5f2a9c0e1b",
+                     *           "corex_id": "cust-88213"
+                     *         },
                      *         "last_addtocart": "https://shop.example.com/products/linen-shirt",
                      *         "last_view": [
                      *           "https://shop.example.com/products/linen-shirt",
@@ -5490,9 +6051,47 @@ export interface operations {
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.delivery_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.delivery_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
-            404: components["responses"]["PlatformNotFound"];
+            /** @description No such resource among the caller's organisations (code 4040). A resource of another account answers the same way. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4040,
+                     *       "message": "Delivery not found",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
             503: components["responses"]["PlatformUnavailable"];
         };
@@ -5543,7 +6142,22 @@ export interface operations {
                      *         "type": "PHONE",
                      *         "date": "2024-05-14",
                      *         "org_id": "42",
-                     *         "event": "addtocart"
+                     *         "event": "addtocart",
+                     *         "event_id": "91822",
+                     *         "occurred_at": "2024-05-14T09:30:02.702Z",
+                     *         "source_event": "updatecart",
+                     *         "visitor": {
+                     *           "core_id": "c7f1d2a9-3b4e-4f7a-9c21-5e8d0b6a4f13",
+                     *           "roaming_id": "r-5f2a9c0e1b",
+                     *           "corex_id": null
+                     *         },
+                     *         "verified": true,
+                     *         "properties": {
+                     *           "product_id": 7312458963,
+                     *           "cart_url": "https://shop.example.com/cart",
+                     *           "line_items": [],
+                     *           "cart_value": 0
+                     *         }
                      *       },
                      *       "attempts": [
                      *         {
@@ -5559,9 +6173,47 @@ export interface operations {
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "Invalid request: path.delivery_id must be integer",
+                     *       "errors": [
+                     *         {
+                     *           "path": "path.delivery_id",
+                     *           "message": "must be integer"
+                     *         }
+                     *       ],
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             401: components["responses"]["PlatformUnauthorized"];
-            404: components["responses"]["PlatformNotFound"];
+            /** @description No such resource among the caller's organisations (code 4040). A resource of another account answers the same way. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4040,
+                     *       "message": "Delivery not found",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             /** @description The delivery is neither `failed` nor `cancelled`, or its integration is inactive or deleted (code 4090). */
             409: {
                 headers: {
@@ -5572,7 +6224,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": 4090,
-                     *       "message": "Delivery is pending; only failed or cancelled deliveries can be retried"
+                     *       "message": "Delivery is pending; only failed or cancelled deliveries can be retried",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["PlatformError"];
@@ -5616,8 +6269,8 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example /*! Trackway tracker *\/
-                     *     (function (w, d) { var q = w.trackway || []; /* ... *\/ })(window, document);
+                     * @example /*! Trackway tracker 0.1.0 *\/
+                     *     "use strict";(()=>{ /* the minified tracker, under 2 KB gzipped *\/ })();
                      */
                     "text/javascript": string;
                 };
@@ -5633,7 +6286,24 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: query.v must NOT have more than 64 characters",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             500: components["responses"]["TrackingInternalError"];
         };
     };
@@ -5670,7 +6340,7 @@ export interface operations {
                  */
                 core_id: components["parameters"]["CoreId"];
                 /**
-                 * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional.
+                 * @description The `IdentifyPayload` JSON object, UTF-8 encoded, then base64url-encoded (what the tracker sends). Standard base64 is accepted too, with `/` sent as `%2F`; `=` padding is optional. (`contentEncoding` names `base64`, the family of both alphabets: Swagger UI cannot render a parameter whose `contentEncoding` is `base64url`.)
                  * @example eyJlbWFpbCI6ImphbmUuZG9lQGV4YW1wbGUuY29tIiwibmFtZSI6IkphbmUgRG9lIn0
                  */
                 payload: components["parameters"]["IdentifyPayloadSegment"];
@@ -5784,7 +6454,24 @@ export interface operations {
                     "image/gif": string;
                 };
             };
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: query.page must be an http or https URL; query.page must be a valid uri",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             429: components["responses"]["TrackingRateLimited"];
@@ -5843,7 +6530,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /page must be an http or https URL; /page must be a valid uri",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -5916,7 +6620,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /product_id is required; /cart_value must be number",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -5980,7 +6701,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /product_id is required; /line_items must be array",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -6054,7 +6792,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /items/0/product_id is required",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -6123,7 +6878,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /order_id must be string",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -6186,7 +6958,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /product_id must be integer",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -6247,7 +7036,24 @@ export interface operations {
         };
         responses: {
             202: components["responses"]["TrackingEventAccepted"];
-            400: components["responses"]["TrackingBadRequest"];
+            /** @description A path segment, query parameter or body failed validation (`invalid_request`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Access-Control-Allow-Origin": components["headers"]["AccessControlAllowOrigin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "message": "Invalid request: /category must NOT have fewer than 1 characters",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TrackingError"];
+                };
+            };
             403: components["responses"]["TrackingOriginNotAllowed"];
             404: components["responses"]["TrackingNotFound"];
             413: components["responses"]["TrackingPayloadTooLarge"];
@@ -6366,7 +7172,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "error",
-                     *       "message": "Invalid or missing registration token."
+                     *       "message": "Invalid or missing registration token.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["AnalyticsError"];
@@ -6382,7 +7189,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "error",
-                     *       "message": "Registration is disabled."
+                     *       "message": "Registration is disabled.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["AnalyticsError"];
@@ -6401,7 +7209,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "error",
-                     *       "message": "Too many registrations. Try again later."
+                     *       "message": "Too many registrations. Try again later.",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
                      *     }
                      */
                     "application/json": components["schemas"]["AnalyticsError"];
@@ -6435,7 +7244,23 @@ export interface operations {
                     "application/json": components["schemas"]["HealthStatus"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "The last X-Forwarded-For entry is not an IP address (the proxy in front of Trackway must append the client address)",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
         };
     };
@@ -6463,7 +7288,23 @@ export interface operations {
                     "application/json": components["schemas"]["ReadinessStatus"];
                 };
             };
-            400: components["responses"]["PlatformBadRequest"];
+            /** @description The request failed validation (code 4000); `errors` lists each problem. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": 4000,
+                     *       "message": "The last X-Forwarded-For entry is not an IP address (the proxy in front of Trackway must append the client address)",
+                     *       "request_id": "01HXZ3K9V7Q2M4N8P6R5T1W0YB"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PlatformError"];
+                };
+            };
             500: components["responses"]["PlatformInternalError"];
             /** @description Not ready, typically because the database cannot be reached. */
             503: {

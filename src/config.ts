@@ -47,6 +47,8 @@ export interface Config {
   host: string;
   databaseUrl: string | undefined;
   dataDir: string;
+  /** TRACKWAY_PG_PORT: the embedded PostgreSQL's port on 127.0.0.1 (unset: a free port, kept in the data dir) */
+  pgPort: number | undefined;
   publicUrl: string;
   /** PUBLIC_URL was set; otherwise the served document names the address a request reached */
   publicUrlSet: boolean;
@@ -287,6 +289,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     databaseUrl,
     dataDir: path.resolve(str(env, 'TRACKWAY_DATA_DIR') ?? '.trackway'),
+    pgPort: str(env, 'TRACKWAY_PG_PORT') === undefined ? undefined : int(env, 'TRACKWAY_PG_PORT', 0, 1, 65535),
     publicUrl,
     publicUrlSet: str(env, 'PUBLIC_URL') !== undefined,
     secretKey,

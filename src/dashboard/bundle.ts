@@ -6,6 +6,7 @@
 // `npm run dev`) they are bundled into memory, once per process.
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { FAVICON_LINK } from '../http/favicon.ts';
 import { readPrebuiltDashboard } from '../http/prebuilt-assets.ts';
 import { COMPILED, projectPath } from '../project.ts';
 
@@ -37,7 +38,7 @@ function page(script: string, style: string): string {
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>Trackway dashboard</title>
-  <link rel="icon" href="data:,">
+  ${FAVICON_LINK}
   <link rel="stylesheet" href="/dashboard/assets/${style}">
   <script type="module" src="/dashboard/assets/${script}"></script>
 </head>

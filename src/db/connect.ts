@@ -65,7 +65,9 @@ export async function locateDatabase(config: Config, log: Logger, role: 'serve' 
   if (config.databaseUrl) {
     return { url: config.databaseUrl, embedded: false, release: async () => {} };
   }
-  const cluster = await startEmbedded({ dataDir: config.dataDir, log: (line) => log.info(line) });
+  // the CLI logs only warnings: a person running it hears of the slow first start on stderr
+  const progress = role === 'cli' ? (line: string) => process.stderr.write(`trackway: ${line}\n`) : undefined;
+  const cluster = await startEmbedded({ dataDir: config.dataDir, port: config.pgPort, log: (line) => log.info(line), progress });
   await ensureDatabase(cluster.url('postgres'), EMBEDDED_DATABASE);
   const url = cluster.url(EMBEDDED_DATABASE);
   if (role === 'cli') {

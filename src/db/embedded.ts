@@ -18,7 +18,11 @@ export interface EmbeddedOptions {
   dataDir: string;
   /** durability off (fsync) for throwaway clusters such as the test suite's */
   ephemeral?: boolean;
+  /** the port to listen on (TRACKWAY_PG_PORT); unset: a free one, kept in the data dir for next time */
+  port?: number;
   log?: (line: string) => void;
+  /** what is slow and happens once (initialising the cluster), for a person waiting at a terminal */
+  progress?: (line: string) => void;
 }
 
 export interface ConnectionInfo {
@@ -219,15 +223,17 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedClus
   const bin = binaries(who);
 
   let info = readInfo(dataDir);
-  if (!fs.existsSync(path.join(pgdata, 'PG_VERSION'))) {
+  const initialised = !fs.existsSync(path.join(pgdata, 'PG_VERSION'));
+  if (initialised) {
     fs.rmSync(pgdata, { recursive: true, force: true });
     fs.mkdirSync(pgdata, { mode: 0o700 });
     if (who.uid !== undefined) fs.chownSync(pgdata, who.uid, who.gid!);
-    info = { host: '127.0.0.1', port: await freePort(), user: 'postgres', password: randomBytes(24).toString('hex') };
+    info = { host: '127.0.0.1', port: opts.port ?? (await freePort()), user: 'postgres', password: randomBytes(24).toString('hex') };
     const pwfile = path.join(os.tmpdir(), `trackway-pw-${process.pid}-${randomBytes(4).toString('hex')}`);
     fs.writeFileSync(pwfile, info.password + '\n', { mode: 0o600 });
     if (who.uid !== undefined) fs.chownSync(pwfile, who.uid, who.gid!);
     log(`initialising a PostgreSQL cluster in ${pgdata}`);
+    opts.progress?.(`initialising the embedded PostgreSQL in ${pgdata} (the first run only; it takes about 20 s)`);
     try {
       await exec(
         bin.initdb,
@@ -270,7 +276,14 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedClus
     log('removing a stale postmaster.pid');
     fs.rmSync(pidFile, { force: true });
   }
+  if (opts.port !== undefined && info.port !== opts.port) {
+    info = { ...info, port: opts.port };
+    writeInfo(dataDir, info);
+  }
   if (!(await portFree(info.port))) {
+    if (opts.port !== undefined) {
+      throw new EmbeddedError(`TRACKWAY_PG_PORT: port ${opts.port} on 127.0.0.1 is in use; free it, or unset TRACKWAY_PG_PORT for a free port`);
+    }
     info = { ...info, port: await freePort() };
     writeInfo(dataDir, info);
   }
@@ -284,6 +297,7 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedClus
   ];
   if (opts.ephemeral) settings.push('-c fsync=off', '-c full_page_writes=off');
   log(`starting PostgreSQL on 127.0.0.1:${info.port}`);
+  if (initialised) opts.progress?.(`starting the embedded PostgreSQL on 127.0.0.1:${info.port}`);
   await exec(bin.pgCtl, ['start', '-D', pgdata, '-w', '-t', '120', '-s', '-l', path.join(pgdata, 'server.log'), '-o', settings.join(' ')], who, {
     detached: true,
   });

@@ -26,22 +26,17 @@ export function contractDocument(): ContractDocument {
 const served = new Map<string, { json: string; yaml: string }>();
 
 /**
- * The document as published by a running instance: `servers` (top level
- * and per path) lists that instance first (so "Try it out" and a generated
- * SDK's default base URL reach it), then the public addresses of the source
- * document.
+ * The document as published by a running instance: its one `servers` list
+ * (there are no per-path or per-operation lists) names that instance first,
+ * so "Try it out" and a generated SDK's default base URL reach it, then the
+ * public addresses of the source document.
  */
 export function servedContract(instanceUrl: string): { json: string; yaml: string } {
   let out = served.get(instanceUrl);
   if (!out) {
     const doc = contractDocument();
     const here = { url: instanceUrl, description: 'This Trackway instance (every area)' };
-    const first = (servers: { url: string }[]) => [here, ...servers.filter((s) => s.url !== instanceUrl)];
-    doc.servers = first((doc.servers as { url: string }[] | undefined) ?? []);
-    // path items name their area's public server, which overrides the top-level list
-    for (const item of Object.values(doc.paths) as { servers?: { url: string }[] }[]) {
-      if (item.servers) item.servers = first(item.servers);
-    }
+    doc.servers = [here, ...((doc.servers as { url: string }[] | undefined) ?? []).filter((s) => s.url !== instanceUrl)];
     out = { json: JSON.stringify(doc, null, 2) + '\n', yaml: YAML.stringify(doc, { aliasDuplicateObjects: false }) };
     // a handful of addresses at most (PUBLIC_URL, or the Host names clients use)
     if (served.size > 16) served.clear();

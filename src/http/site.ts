@@ -17,6 +17,7 @@ import type Koa from 'koa';
 import type { Deps } from '../deps.ts';
 import { servedContract } from './contract.ts';
 import { platformError } from './errors.ts';
+import { FAVICON_ICO, FAVICON_LINK } from './favicon.ts';
 import { dashboardRoutes, webhookDocsHtml } from './registry.ts';
 
 const require = createRequire(import.meta.url);
@@ -25,7 +26,6 @@ const SWAGGER_FILES = new Map<string, string>([
   ['swagger-ui.css', 'text/css; charset=utf-8'],
   ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
   ['swagger-ui-standalone-preset.js', 'text/javascript; charset=utf-8'],
-  ['favicon-32x32.png', 'image/png'],
 ]);
 
 const DOCS_STYLE =
@@ -38,7 +38,7 @@ const DOCS_HTML = `<!doctype html>
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>Trackway API reference</title>
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
-  <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
+  ${FAVICON_LINK}
   <style>${DOCS_STYLE}</style>
 </head>
 <body>
@@ -120,6 +120,10 @@ export function siteRouter(deps: Deps): Router {
   router.get('/', (ctx) => {
     ctx.status = 302;
     ctx.redirect('/dashboard');
+  });
+  router.get('/favicon.ico', (ctx) => {
+    hardened(ctx);
+    send(ctx, 'image/x-icon', FAVICON_ICO, 'public, max-age=86400');
   });
   // PUBLIC_URL, else the address this request reached (scheme and Host)
   const instance = (ctx: Koa.Context) => (deps.config.publicUrlSet ? deps.config.publicUrl : `${ctx.protocol}://${ctx.host}`);

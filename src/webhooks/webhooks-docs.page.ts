@@ -4,6 +4,7 @@
 import type { Config } from '../config.ts';
 import { DEFAULT_BREAKER } from './circuit-breaker.rules.ts';
 import { userAgent } from './signing.crypto.ts';
+import { FAVICON_LINK } from '../http/favicon.ts';
 
 /** Escapes text content (nothing dynamic goes into attributes). */
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -114,6 +115,7 @@ export function webhookDocsHtml(config: Config): string {
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>Trackway webhooks: a guide for receivers</title>
+  ${FAVICON_LINK}
   <style>
     body { font: 16px/1.55 system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem; color: #1d2433; }
     pre { background: #f4f6fa; padding: .8rem 1rem; overflow-x: auto; border-radius: 6px; font-size: 14px; }

@@ -111,9 +111,13 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     const r = await cli('platform', 'create', '--platform', 'acme', '--email', 'first@acme.example', '--password', 'correct horse battery');
     expect(r.code, r.err).to.equal(0);
     expect(r.out).to.match(/^created platform account first@acme\.example on platform "acme"/);
+    // the slow first start (initdb) is said on stderr while it happens
+    expect(r.err).to.match(/^trackway: initialising the embedded PostgreSQL in .+ \(the first run only; it takes about 20 s\)\n/);
+    expect(r.err).to.match(/\ntrackway: starting the embedded PostgreSQL on 127\.0\.0\.1:\d+\n/);
     expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(undefined);
     const again = await cli('platform', 'create', '--platform', 'acme', '--email', 'first@acme.example', '--password', 'correct horse battery');
     expect(again.code, again.err).to.equal(0);
+    expect(again.err, 'nothing to say once initialised').to.equal('');
     expect(again.out).to.match(/already exists on platform "acme" \(user id \d+\); nothing changed/);
     // another password: said clearly, nothing changed, non-zero
     const other = await cli('platform', 'create', '--platform', 'acme', '--email', 'first@acme.example', '--password', 'another password 2026');
@@ -275,5 +279,34 @@ describe('CLI and embedded PostgreSQL (child processes)', function () {
     expect(r.code).to.equal(2);
     expect(r.err).to.equal('trackway: the citus extension is not installed in this database (CREATE EXTENSION citus on every node first)\n');
     expect(runningPostmaster(path.join(dataDir, 'pg'))).to.equal(undefined);
+  });
+
+  it('runs the embedded PostgreSQL on TRACKWAY_PG_PORT, and says so in one line when that port is taken', async () => {
+    const pinnedDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-cli-pg-'));
+    const saved = { ...env };
+    try {
+      const pgPort = await freePort();
+      Object.assign(env, { TRACKWAY_DATA_DIR: pinnedDir, TRACKWAY_PG_PORT: String(pgPort) });
+      const m = await cli('migrate');
+      expect(m.code, m.err).to.equal(0);
+      expect(m.err).to.include(`trackway: starting the embedded PostgreSQL on 127.0.0.1:${pgPort}\n`);
+      expect(JSON.parse(fs.readFileSync(path.join(pinnedDir, 'postgres.json'), 'utf8')).port).to.equal(pgPort);
+      // someone else holds the port: no silent move to another one
+      const holder = net.createServer();
+      await new Promise<void>((resolve) => holder.listen(pgPort, '127.0.0.1', resolve));
+      try {
+        const taken = await cli('migrate');
+        expect(taken.code).to.equal(2);
+        expect(taken.err).to.equal(
+          `trackway: TRACKWAY_PG_PORT: port ${pgPort} on 127.0.0.1 is in use; free it, or unset TRACKWAY_PG_PORT for a free port\n`,
+        );
+      } finally {
+        await new Promise((resolve) => holder.close(resolve));
+      }
+    } finally {
+      for (const key of Object.keys(env)) delete env[key];
+      Object.assign(env, saved);
+      fs.rmSync(pinnedDir, { recursive: true, force: true });
+    }
   });
 });

@@ -44,11 +44,16 @@ describe('config', () => {
     expect(c.webhookDispatchWorkers).to.equal(1);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: '2' }).webhookDispatchWorkers).to.equal(2);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: 'all' }).webhookDispatchWorkers).to.equal(undefined);
+    // the embedded PostgreSQL takes a free port unless TRACKWAY_PG_PORT pins it
+    expect(c.pgPort).to.equal(undefined);
+    expect(loadConfig({ TRACKWAY_PG_PORT: '5433' }).pgPort).to.equal(5433);
   });
 
   const bad: [Record<string, string>, RegExp][] = [
     [{ PORT: 'eighty' }, /^PORT: "eighty" is not a whole number$/],
     [{ PORT: '70000' }, /^PORT: 70000 is outside 0..65535$/],
+    [{ TRACKWAY_PG_PORT: '0' }, /^TRACKWAY_PG_PORT: 0 is outside 1..65535$/],
+    [{ TRACKWAY_PG_PORT: 'pg' }, /^TRACKWAY_PG_PORT: "pg" is not a whole number$/],
     [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL: must start with postgres/],
     [{ PUBLIC_URL: 'ftp://x' }, /^PUBLIC_URL: /],
     [{ JWT_TTL: 'forever' }, /^JWT_TTL: "forever" is not a duration/],

@@ -1,9 +1,15 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { expect } from 'chai';
 import YAML from 'yaml';
 import { createAjv } from '../../src/http/ajv.ts';
 import { staleFiles } from '../../scripts/generate.ts';
 import { doc, operations, route } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+
+const REDOCLY = path.resolve(import.meta.dirname, '../../node_modules/.bin/redocly');
 
 describe('contract', () => {
   let srv: TestServer;
@@ -68,9 +74,6 @@ describe('contract', () => {
     // without PUBLIC_URL: the address the request reached
     const here = { url: srv.url, description: 'This Trackway instance (every area)' };
     const published = JSON.parse(JSON.stringify({ ...doc, servers: [here, ...(doc.servers as unknown[])] }));
-    for (const item of Object.values(published.paths as Record<string, { servers?: unknown[] }>)) {
-      if (item.servers) item.servers = [here, ...item.servers];
-    }
     const json = await srv.api.get('/openapi.json', { unchecked: true });
     expect(json.status).to.equal(200);
     expect(json.body.servers).to.deep.equal(published.servers);
@@ -91,6 +94,49 @@ describe('contract', () => {
       });
       expect(json.body.servers.slice(1)).to.deep.equal(doc.servers);
     } finally {
+      await other.stop();
+    }
+  });
+
+  it('has one servers list: no path item or operation carries servers of its own', () => {
+    const where: string[] = [];
+    for (const [p, item] of Object.entries(doc.paths as Record<string, Record<string, { servers?: unknown }>>)) {
+      if ('servers' in item) where.push(p);
+      for (const [method, op] of Object.entries(item)) if (op && typeof op === 'object' && 'servers' in op) where.push(`${method} ${p}`);
+    }
+    expect(where).to.deep.equal([]);
+    expect((doc.servers as { url: string }[]).map((s) => s.url)).to.deep.equal([
+      'https://api.trackway.example',
+      'https://track.trackway.example',
+      'https://learn.trackway.example',
+    ]);
+  });
+
+  it("gives no warning under Redocly's default rules as served under a real PUBLIC_URL (one at localhost)", async function () {
+    this.timeout(120_000);
+    // Redocly's `no-server-example.com` flags any host ending in example.com or localhost:
+    // the public address here is another reserved name
+    const other = await startTestServer({ PUBLIC_URL: 'https://trackway.shop-platform.example' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-redocly-'));
+    try {
+      const lint = async (api: TestServer['api'], name: string) => {
+        const served = await api.get('/openapi.json', { unchecked: true });
+        fs.writeFileSync(path.join(dir, name), served.text);
+        // run in an empty directory: no redocly.yaml there, so `recommended` alone applies
+        const r = spawnSync(REDOCLY, ['lint', '--extends', 'recommended', '--format', 'json', name], {
+          cwd: dir,
+          encoding: 'utf8',
+          env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+        });
+        const out = JSON.parse(r.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string }[] };
+        return { totals: out.totals, rules: out.problems.map((p) => p.ruleId) };
+      };
+      expect(await lint(other.api, 'public.json')).to.deep.equal({ totals: { errors: 0, warnings: 0, ignored: 0 }, rules: [] });
+      // at http://127.0.0.1 with no PUBLIC_URL: the one servers list names it once
+      const local = await lint(srv.api, 'local.json');
+      expect(local.rules.filter((id) => id !== 'no-server-example.com')).to.deep.equal([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
       await other.stop();
     }
   });

@@ -1,6 +1,8 @@
 // Every error example the document shows is the server's real answer: each
 // one is driven here against a running server (status, code or error,
-// message or reason, `errors`, and `request_id` equal to X-Request-Id). A
+// message or reason, `errors`, and `request_id`: shown in the example, and
+// equal to X-Request-Id in the answer). Each operation has its own 400
+// example (test/foundation/bad-request-drivers.ts makes them). A
 // documented error example without a driver below fails the test, so an
 // example cannot be added, or a message changed, without the other.
 // Numbers in messages (ids, byte counts, seconds) are compared as "a number".
@@ -11,7 +13,8 @@ import { createDb } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { startOnDatabase } from '../../src/server.ts';
 import { REGISTRATION_TOKEN, register, registration } from '../analytics/helpers.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique, uniqueIp, webhookBody } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique, uniqueIp } from '../platform/helpers.ts';
+import { BAD_REQUEST_OPERATIONS, badRequests } from './bad-request-drivers.ts';
 import { ApiClient, type Reply } from '../support/client.ts';
 import { doc } from '../support/contract.ts';
 import { freshDatabase, startTestServer, type TestServer } from '../support/harness.ts';
@@ -133,12 +136,18 @@ describe('documented error examples equal the server’s answers', function () {
   /** How to make the server give each documented example; the server-breaking ones run last. */
   const drivers: Record<string, () => Promise<Reply>> = {
     // platform
-    PlatformBadRequest: () =>
-      srv.api.post(`${p()}/integration`, webhookBody(orgId, { endpoint: 'hooks.example.com/trackway' }), { token: account.token }),
+    // one 400 per operation (its own example, no longer a shared one)
+    ...Object.fromEntries(
+      BAD_REQUEST_OPERATIONS.map((op) => [`${op} 400`, () => badRequests({ srv, platform: account.platform, token: account.token, orgId })[op]!()]),
+    ),
     'PlatformUnauthorized missingToken': () => srv.api.get(`${p()}/organisations`),
     'PlatformUnauthorized invalidToken': () => srv.api.get(`${p()}/organisations`, { token: 'abc' }),
     PlatformForbidden: () => srv.api.get(`${p()}/organisations/987654321`, { token: account.token }),
     PlatformNotFound: () => srv.api.get(`${p()}/integration/987654321`, { token: account.token }),
+    'getVisitor 404': () => srv.api.get(`${p()}/organisations/${orgId}/visitors/nobody-here`, { token: account.token }),
+    'getDelivery 404': () => srv.api.get(`${p()}/deliveries/987654321`, { token: account.token }),
+    'retryDelivery 404': () => srv.api.post(`${p()}/deliveries/987654321/retry`, undefined, { token: account.token }),
+    'getPrivacyRequest 404': () => srv.api.get(`${p()}/organisations/${orgId}/privacy-requests/987654321`, { token: account.token }),
     PlatformPayloadTooLarge: () =>
       srv.api.post(`${p()}/users/login`, undefined, {
         raw: JSON.stringify({ email: 'x'.repeat(1_100_000) }),
@@ -194,7 +203,6 @@ describe('documented error examples equal the server’s answers', function () {
       return srv.api.post(`${p()}/deliveries/${list.body.items[0].id}/retry`, undefined, { token: account.token });
     },
     // tracking
-    TrackingBadRequest: () => event(orgId, 'productview')({ product_id: 'shirt', price: 10, product_url: 'https://shop.example/p' }),
     TrackingNotFound: () => event(987654321, 'view')({ page: 'https://shop.example/' }),
     TrackingPayloadTooLarge: () =>
       srv.api.post(`/jsv1/${orgId}/r1/c1/null/event/view`, undefined, { raw: big(40_000), headers: { 'content-type': 'text/plain' } }),
@@ -278,6 +286,8 @@ describe('documented error examples equal the server’s answers', function () {
       expect(reply.body, what).to.deep.equal(example.body); // /readyz: not an error envelope
       return;
     }
+    // every documented error body shows the request id, as every real one has it
+    expect(example.body, `${example.id}: the example shows request_id`).to.have.property('request_id');
     const { request_id: _documented, ...rest } = example.body;
     for (const [key, value] of Object.entries(rest)) {
       if (key === 'errors') {

@@ -28,6 +28,23 @@ describe('site hardening', () => {
     expect((await srv.api.get('/docs/assets/swagger-ui.css', { unchecked: true })).status).to.equal(200);
   });
 
+  it('serves a favicon at /favicon.ico (a 32×32 ICO) and names it on the dashboard and docs pages', async () => {
+    const r = await fetch(`${srv.url}/favicon.ico`);
+    expect(r.status).to.equal(200);
+    expect(r.headers.get('content-type')).to.equal('image/x-icon');
+    expect(r.headers.get('x-content-type-options')).to.equal('nosniff');
+    const ico = Buffer.from(await r.arrayBuffer());
+    // ICONDIR: reserved 0, type 1 (icon), one image of 32×32 at 32 bits a pixel
+    expect([ico.readUInt16LE(0), ico.readUInt16LE(2), ico.readUInt16LE(4), ico[6], ico[7], ico.readUInt16LE(12)]).to.deep.equal([
+      0, 1, 1, 32, 32, 32,
+    ]);
+    expect(ico.readUInt32LE(18) + ico.readUInt32LE(14)).to.equal(ico.length);
+    for (const page of ['/dashboard', '/dashboard/login', '/docs', '/docs/webhooks']) {
+      const html = await (await fetch(srv.url + page)).text();
+      expect(html, page).to.include('<link rel="icon" type="image/x-icon" href="/favicon.ico">');
+    }
+  });
+
   it('serves /docs, /docs/webhooks and /docs/init.js with a Content-Security-Policy, X-Frame-Options DENY and nosniff', async () => {
     for (const path of ['/docs', '/docs/webhooks', '/docs/init.js']) {
       const r = await fetch(srv.url + path);

@@ -33,7 +33,9 @@ export async function mochaGlobalSetup(): Promise<void> {
     adminUrl = process.env.DATABASE_URL;
   } else {
     tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trackway-test-'));
-    cluster = await startEmbedded({ dataDir: tmpDir, ephemeral: true });
+    // a random free port, unless TRACKWAY_PG_PORT pins it
+    const pinned = process.env.TRACKWAY_PG_PORT ? Number(process.env.TRACKWAY_PG_PORT) : undefined;
+    cluster = await startEmbedded({ dataDir: tmpDir, ephemeral: true, port: pinned });
     adminUrl = cluster.url('postgres');
   }
   const template = `${prefix}_template`;
