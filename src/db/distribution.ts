@@ -2,7 +2,7 @@
 // and `trackway migrate --distribute`. Every table of the schema is listed
 // here: a tenant table is distributed by its organisation column, colocated
 // with organisations; a reference table is copied to every node. The schema
-// check (test/foundation/distribution.test.ts) fails on a table listed
+// check (test/foundation/distribution-schema.test.ts) fails on a table listed
 // nowhere, so a new table has to choose.
 import { sql } from 'kysely';
 import type { Database } from './database.ts';

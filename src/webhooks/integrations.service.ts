@@ -1,4 +1,4 @@
-// Webhook integrations (interface 2.3, 4.3, 4.4 and DESIGN's read endpoints).
+// Webhook integrations (createIntegration, updateIntegration, getIntegration, patchIntegration, deleteIntegration, listIntegrations and the unscoped forms; docs/design.md "Platform API").
 // Secrets at rest: authToken and the signing secret are AES-256-GCM sealed
 // (deps.cipher); the authToken is only ever shown masked. Every write runs in
 // one transaction with the outbox (cancel pending deliveries) and the change
@@ -71,7 +71,7 @@ function checkEndpoint(endpoint: string): void {
   }
 }
 
-/** The stored form of the fields a create or a replace sends (interface 3: every field is replaced). */
+/** The stored form of the fields a create or a replace sends (a PUT replaces every field). */
 function toFields(cipher: Cipher, body: Schemas['CreateIntegrationRequest']): IntegrationFields {
   const { data } = body;
   checkEndpoint(data.endpoint);
