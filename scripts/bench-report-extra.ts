@@ -1,6 +1,8 @@
 // The printed lines of `npm run bench` for --stored, the mixed scenario and
 // write amplification (WAL bytes per request). Markdown, like the main table
 // (scripts/bench-report.ts), so they paste into BENCHMARKS.md as they are.
+import fs from 'node:fs';
+import path from 'node:path';
 import type { MixedResult, Spread } from './bench-mixed.ts';
 import type { ScenarioResult } from './bench-rounds.ts';
 import type { StoredResult } from './bench-stored.ts';
@@ -97,4 +99,17 @@ export function walLines(shots: WalShot[]): string[] {
     );
   }
   return out;
+}
+
+/** The service writes its CPU profiles as it exits: the lines that list those of this run (started at `started`), once it has. */
+export function profilesNote(root: string, resultsFile: string, started: number): string {
+  const dir = path.dirname(resultsFile);
+  const made = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile') && fs.statSync(path.join(dir, f)).mtimeMs >= started)
+    .map((f) => path.relative(root, path.join(dir, f)));
+  return made.length
+    ? `CPU profiles of the service (one per thread and process): ${made.join(' ')}\n` +
+        `summary of the measured service rounds only: npx tsx scripts/profile-summary.ts --bench ${path.relative(root, resultsFile)} [--scenario view] ${made.join(' ')}\n`
+    : 'no CPU profile was written (did the service exit cleanly?)\n';
 }

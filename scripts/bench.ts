@@ -66,7 +66,7 @@ import {
 import { type MixedResult, benchMixed } from './bench-mixed.ts';
 import { RssPeak, notPostgres, processTree, treeRss } from './bench-proc.ts';
 import { dispatchLines, perRoundLines, resultsTable, rssLine } from './bench-report.ts';
-import { mixedLines, storedLines, walLines } from './bench-report-extra.ts';
+import { mixedLines, profilesNote, storedLines, walLines } from './bench-report-extra.ts';
 import { type RoundsConfig, type ScenarioResult, type ServiceWindow, compare, shoot } from './bench-rounds.ts';
 import { buildScenarios } from './bench-scenarios.ts';
 import {
@@ -373,26 +373,11 @@ async function main(): Promise<string> {
   return file;
 }
 
-/** The service writes its profiles as it exits: list them once it has. */
-function profilesNote(resultsFile: string): void {
-  const dir = path.dirname(resultsFile);
-  const made = fs
-    .readdirSync(dir)
-    .filter((f) => f.endsWith('.cpuprofile') && fs.statSync(path.join(dir, f)).mtimeMs >= STARTED)
-    .map((f) => path.relative(ROOT, path.join(dir, f)));
-  process.stdout.write(
-    made.length
-      ? `CPU profiles of the service (one per thread and process): ${made.join(' ')}\n` +
-          `summary of the measured service rounds only: npx tsx scripts/profile-summary.ts --bench ${path.relative(ROOT, resultsFile)} [--scenario view] ${made.join(' ')}\n`
-      : 'no CPU profile was written (did the service exit cleanly?)\n',
-  );
-}
-
 main()
   .then(
     async (file) => {
       await cleanup();
-      if (opts.cpuProf) profilesNote(file);
+      if (opts.cpuProf) process.stdout.write(profilesNote(ROOT, file, STARTED));
     },
     async (err: unknown) => {
       console.error(err);
