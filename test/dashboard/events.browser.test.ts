@@ -9,8 +9,8 @@
 // test-artifacts/screenshots/events-*.png.
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { register, REGISTRATION_TOKEN, registration } from '../analytics/helpers.ts';
-import { type Account, type Merchant, newAccount, newMerchant, PASSWORD, unique } from '../platform/helpers.ts';
+import { register, REGISTRATION_TOKEN, registration } from '../support/registration.ts';
+import { type Account, type Merchant, newAccount, newMerchant, PASSWORD, unique } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';

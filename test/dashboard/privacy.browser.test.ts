@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { type Account, newAccount, newMerchant, PASSWORD, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, PASSWORD, unique } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { passesEventually } from '../support/wait.ts';

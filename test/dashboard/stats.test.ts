@@ -4,7 +4,7 @@
 // database (the windows end at `now`).
 import { expect } from 'chai';
 import { organisationStats } from '../../src/tracking/stats.service.ts';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 
 const HOUR = 3_600_000;

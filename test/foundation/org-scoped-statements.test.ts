@@ -14,7 +14,7 @@ import pg from 'pg';
 import { ALL_ORGANISATIONS } from '../../src/db/database.ts';
 import { TENANT_TABLES } from '../../src/db/distribution.ts';
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import type { Database } from '../../src/db/database.ts';
-import { type Account, unique } from '../platform/helpers.ts';
+import { type Account, unique } from '../support/accounts.ts';
 import type { TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';
 

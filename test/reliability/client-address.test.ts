@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { canonicalIp, clientAddressKey, networkKey } from '../../src/http/client-address.ts';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { newAccount, newMerchant } from '../platform/helpers.ts';
+import { newAccount, newMerchant } from '../support/accounts.ts';
 
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 

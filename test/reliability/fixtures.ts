@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { eventually } from '../support/wait.ts';
 import type { TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 
 export interface FullTenant {
   tag: string;

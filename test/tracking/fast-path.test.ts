@@ -13,7 +13,7 @@ import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestDatabase, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 
 interface Raw {
   status: number;

@@ -10,7 +10,7 @@ import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 

@@ -22,7 +22,7 @@ import { enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { eventually, matchedBody } from '../support/webhook-fixtures.ts';
-import { type Account, newAccount, newMerchant, newWebhook } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 
 const SLOW_MS = 4_000;
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');

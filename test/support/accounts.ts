@@ -2,7 +2,7 @@
 // accounts, merchants and integrations (no truncation between tests).
 import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
-import type { TestServer } from '../support/harness.ts';
+import type { TestServer } from './harness.ts';
 
 let seq = 0;
 
