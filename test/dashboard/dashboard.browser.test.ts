@@ -30,8 +30,7 @@ import {
   visitorA,
   visitorB,
 } from './world.ts';
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { b64url } from '../support/payload.ts';
 
 describe('dashboard in Chromium', function () {
   this.timeout(60_000);

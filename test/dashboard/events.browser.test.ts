@@ -14,10 +14,10 @@ import { type Account, type Merchant, newAccount, newMerchant, PASSWORD, unique 
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { b64url } from '../support/payload.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 // what a shop's page (or anyone who knows the organisation's id) can put in a body
 const HOSTILE_MARKUP = '<img src=x onerror="document.title=\'pwned\'">';

@@ -13,10 +13,10 @@ import { type Account, newAccount, newMerchant, PASSWORD, unique } from '../supp
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { passesEventually } from '../support/wait.ts';
+import { b64url } from '../support/payload.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 describe('dashboard Privacy page in Chromium', function () {
   this.timeout(90_000);

@@ -17,8 +17,8 @@ import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { b64url } from '../support/payload.ts';
 
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const TENANT = new Map(TENANT_TABLES.map((t) => [t.table, t.column]));
 
 /** Tenant tables a statement reads or writes (FROM, JOIN, INTO, UPDATE, USING). */

@@ -11,7 +11,8 @@ import { storeBatch } from '../../src/tracking/batch.service.ts';
 import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { b64url, drained, itemsOf, newShop, stored, suppress } from '../support/ingest.ts';
+import { drained, itemsOf, newShop, stored, suppress } from '../support/ingest.ts';
+import { b64url } from '../support/payload.ts';
 
 describe('privacy: the suppression list at ingest', function () {
   this.timeout(60_000);

@@ -11,8 +11,7 @@ import { canonicalIp, clientAddressKey, networkKey } from '../../src/http/client
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newAccount, newMerchant } from '../support/accounts.ts';
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { b64url } from '../support/payload.ts';
 
 /** Every spelling of 198.51.100.99 the report used, and a few more. */
 const SPELLINGS = [

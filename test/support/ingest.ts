@@ -15,8 +15,6 @@ import type { TestServer } from './harness.ts';
 import type { ReceivedRequest, TestReceiver } from './receiver.ts';
 import { eventually } from './wait.ts';
 
-export const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-
 export interface Shop {
   org: number;
   domain: string;

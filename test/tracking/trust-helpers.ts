@@ -7,8 +7,7 @@ import type { Reply } from '../support/client.ts';
 import type { TestServer } from '../support/harness.ts';
 import type { ReceivedRequest, TestReceiver } from '../support/receiver.ts';
 import { type Account, newMerchant, newWebhook, unique } from '../support/accounts.ts';
-
-export const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { b64url } from '../support/payload.ts';
 
 export const PHISH = 'https://phish.attacker.example/login';
 

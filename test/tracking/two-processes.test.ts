@@ -11,8 +11,7 @@ import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { b64url } from '../support/payload.ts';
 
 describe('two instances on one database', function () {
   this.timeout(60_000);
