@@ -13,7 +13,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { type Account, newAccount, newMerchant } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { footprint } from './trust-helpers.ts';
+import { footprint } from '../support/trust.ts';
 import { eventually } from '../support/wait.ts';
 
 interface Seen {

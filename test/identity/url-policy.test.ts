@@ -10,7 +10,7 @@ import { hostAllowed, normaliseAllowedDomain, urlMatcher } from '../../src/ident
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, unique } from '../support/accounts.ts';
-import { footprint, newShop, PHISH, type Shop, storedDeliveries } from './trust-helpers.ts';
+import { footprint, newShop, PHISH, type Shop, storedDeliveries } from '../support/trust.ts';
 
 describe('URL policy: allowed domains (on by default)', function () {
   this.timeout(60_000);
