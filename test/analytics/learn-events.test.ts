@@ -2,8 +2,8 @@
 // docs/design.md "Analytics host"; plus the platform read GET .../learn-events.
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, type Merchant, newAccount, newMerchant } from '../platform/helpers.ts';
-import { UNKNOWN_TOKEN, learn } from './helpers.ts';
+import { type Account, type Merchant, newAccount, newMerchant } from '../support/accounts.ts';
+import { UNKNOWN_TOKEN, learn } from '../support/registration.ts';
 import { errorBody } from '../support/client.ts';
 import { expectInvalid } from '../support/expect.ts';
 

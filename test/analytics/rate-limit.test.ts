@@ -5,9 +5,9 @@
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config.ts';
 import { createRateLimiter } from '../../src/http/rate-limit.ts';
-import { uniqueIp } from '../platform/helpers.ts';
+import { uniqueIp } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { REGISTRATION_TOKEN, register, registration } from './helpers.ts';
+import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
 import { expectLimited as limited } from '../support/expect.ts';
 
 function clock(start = 1_000_000) {

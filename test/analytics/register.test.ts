@@ -6,8 +6,8 @@
 import { expect } from 'chai';
 import { verifyPassword } from '../../src/platform/passwords.crypto.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
-import { REGISTRATION_TOKEN, learn, organisationOf, register, registration } from './helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
+import { REGISTRATION_TOKEN, learn, organisationOf, register, registration } from '../support/registration.ts';
 import { errorBody } from '../support/client.ts';
 import { expectInvalid } from '../support/expect.ts';
 

@@ -20,7 +20,7 @@ import {
   visitorCalls,
 } from '../../src/client/index.ts';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
-import { PASSWORD, unique } from '../platform/helpers.ts';
+import { PASSWORD, unique } from '../support/accounts.ts';
 import { checkResponse } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type ReceivedRequest, TestReceiver } from '../support/receiver.ts';

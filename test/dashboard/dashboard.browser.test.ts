@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import type { BrowserContext, Page } from 'playwright-core';
 import { loadJwtSecret } from '../../src/platform/secrets.service.ts';
 import { Tokens } from '../../src/platform/tokens.crypto.ts';
-import { newWebhook, PASSWORD } from '../platform/helpers.ts';
+import { newWebhook, PASSWORD } from '../support/accounts.ts';
 import { screenshot } from '../support/browser.ts';
 import {
   account,
@@ -30,8 +30,7 @@ import {
   visitorA,
   visitorB,
 } from './world.ts';
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { b64url } from '../support/payload.ts';
 
 describe('dashboard in Chromium', function () {
   this.timeout(60_000);

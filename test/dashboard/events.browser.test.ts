@@ -9,15 +9,15 @@
 // test-artifacts/screenshots/events-*.png.
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { register, REGISTRATION_TOKEN, registration } from '../analytics/helpers.ts';
-import { type Account, type Merchant, newAccount, newMerchant, PASSWORD, unique } from '../platform/helpers.ts';
+import { register, REGISTRATION_TOKEN, registration } from '../support/registration.ts';
+import { type Account, type Merchant, newAccount, newMerchant, PASSWORD, unique } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { b64url } from '../support/payload.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 // what a shop's page (or anyone who knows the organisation's id) can put in a body
 const HOSTILE_MARKUP = '<img src=x onerror="document.title=\'pwned\'">';

@@ -7,7 +7,7 @@
 // test-artifacts/screenshots/dashboard-health-*.png.
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { type Account, newAccount, newMerchant, newWebhook, PASSWORD } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, PASSWORD } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';

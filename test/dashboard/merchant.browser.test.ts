@@ -7,14 +7,14 @@
 // test-artifacts/screenshots/merchant-*.png.
 import { expect } from 'chai';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { REGISTRATION_TOKEN, register, registration } from '../analytics/helpers.ts';
-import { type Account, newAccount, newMerchant, newWebhook, PASSWORD, unique } from '../platform/helpers.ts';
+import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
+import { type Account, newAccount, newMerchant, newWebhook, PASSWORD, unique } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { b64url } from '../support/payload.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 describe('dashboard in Chromium: merchants, registration, payloads (issue 15)', function () {
   this.timeout(60_000);

@@ -7,8 +7,8 @@
 // test-artifacts/screenshots/dashboard-password-*.png.
 import { expect } from 'chai';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { REGISTRATION_TOKEN, register, registration } from '../analytics/helpers.ts';
-import { type Account, newAccount, PASSWORD, uniqueIp } from '../platform/helpers.ts';
+import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
+import { type Account, newAccount, PASSWORD, uniqueIp } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 

@@ -9,14 +9,14 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { type Account, newAccount, newMerchant, PASSWORD, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, PASSWORD, unique } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { passesEventually } from '../support/wait.ts';
+import { b64url } from '../support/payload.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 describe('dashboard Privacy page in Chromium', function () {
   this.timeout(90_000);

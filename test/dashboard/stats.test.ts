@@ -4,11 +4,11 @@
 // database (the windows end at `now`).
 import { expect } from 'chai';
 import { organisationStats } from '../../src/tracking/stats.service.ts';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import { b64url } from '../support/payload.ts';
 
 const HOUR = 3_600_000;
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 describe('organisation statistics (getOrganisationStats)', () => {
   let srv: TestServer;

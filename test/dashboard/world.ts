@@ -5,7 +5,7 @@
 // calling describe, and read through these (live) bindings.
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import { type Account, newAccount, newMerchant, PASSWORD, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, PASSWORD, unique } from '../support/accounts.ts';
 import { launchChromium } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { newAccount } from '../platform/helpers.ts';
+import { newAccount } from '../support/accounts.ts';
 
 describe('API reference (/docs) in Chromium', function () {
   let browser: Browser;

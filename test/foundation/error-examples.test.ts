@@ -12,12 +12,13 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { startOnDatabase } from '../../src/server.ts';
-import { REGISTRATION_TOKEN, register, registration } from '../analytics/helpers.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique, uniqueIp } from '../platform/helpers.ts';
+import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique, uniqueIp } from '../support/accounts.ts';
 import { BAD_REQUEST_OPERATIONS, badRequests } from './bad-request-drivers.ts';
 import { ApiClient, type Reply } from '../support/client.ts';
 import { doc } from '../support/contract.ts';
 import { freshDatabase, startTestServer, type TestServer } from '../support/harness.ts';
+import { b64url } from '../support/payload.ts';
 
 type Json = Record<string, unknown>;
 
@@ -85,8 +86,6 @@ async function relayTo(url: string) {
     },
   };
 }
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 describe('documented error examples equal the server’s answers', function () {
   this.timeout(120_000);

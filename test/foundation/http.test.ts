@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { newAccount } from '../platform/helpers.ts';
+import { newAccount } from '../support/accounts.ts';
 
 describe('http foundation', () => {
   let srv: TestServer;

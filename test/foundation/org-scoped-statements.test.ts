@@ -14,11 +14,11 @@ import pg from 'pg';
 import { ALL_ORGANISATIONS } from '../../src/db/database.ts';
 import { TENANT_TABLES } from '../../src/db/distribution.ts';
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { b64url } from '../support/payload.ts';
 
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const TENANT = new Map(TENANT_TABLES.map((t) => [t.table, t.column]));
 
 /** Tenant tables a statement reads or writes (FROM, JOIN, INTO, UPDATE, USING). */

@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { createClient } from '@hey-api/openapi-ts';
 import { expect } from 'chai';
 import { projectPath } from '../../src/project.ts';
-import { PASSWORD, newAccount, unique } from '../platform/helpers.ts';
+import { PASSWORD, newAccount, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 
 /** The flow, written as an integrator would: only the generated SDK, fully typed. */

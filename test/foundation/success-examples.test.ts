@@ -13,8 +13,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { REGISTRATION_TOKEN, register, registration } from '../analytics/helpers.ts';
-import { type Account, PASSWORD, newAccount, newMerchant, newWebhook, unique, uniqueIp } from '../platform/helpers.ts';
+import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
+import { type Account, PASSWORD, newAccount, newMerchant, newWebhook, unique, uniqueIp } from '../support/accounts.ts';
 import type { Reply } from '../support/client.ts';
 import { doc } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';

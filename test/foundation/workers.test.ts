@@ -12,9 +12,9 @@ import { ConfigError } from '../../src/config.ts';
 import { defaultWorkers, workerPoolSize } from '../../src/cluster/pool-size.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { runningPostmaster, startEmbedded } from '../../src/db/embedded.ts';
-import { b64url } from '../reliability/fixtures.ts';
 import { freePort } from '../reliability/child.ts';
 import { startLoad, storedMarkers, until } from '../reliability/load.ts';
+import { b64url } from '../support/payload.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 

@@ -8,8 +8,8 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type ReceivedRequest, TestReceiver } from '../support/receiver.ts';
-import { b64url } from '../reliability/fixtures.ts';
-import { type Account, newAccount, newMerchant, newWebhook } from './helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
 const TOKEN = 'merchant-credential-7f3a9c2e4b1d';
 

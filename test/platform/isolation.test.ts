@@ -4,7 +4,7 @@
 // write, no leak.
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, newWebhook, webhookBody } from './helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, webhookBody } from '../support/accounts.ts';
 import { errorBody } from '../support/client.ts';
 
 interface Tenant {

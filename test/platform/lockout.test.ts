@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { PASSWORD, unique, uniqueIp } from './helpers.ts';
+import { PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
 
 describe('lockout without denial of service', function () {
   this.timeout(120_000);

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { SignJWT } from 'jose';
 import { AccountError, ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, PASSWORD, unique, uniqueIp } from './helpers.ts';
+import { type Account, newAccount, newMerchant, PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
 import { errorBody } from '../support/client.ts';
 
 const JWT_SECRET = 'login-test-secret-0123456789abcdefghijklmnopqrstuvwxyz';

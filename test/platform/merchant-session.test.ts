@@ -6,9 +6,9 @@
 // one, on other platforms' paths, and with tokens signed for the wrong realm.
 import { expect } from 'chai';
 import { ensurePlatformAccount, AccountError } from '../../src/platform/accounts.service.ts';
-import { REGISTRATION_TOKEN, register, registration } from '../analytics/helpers.ts';
+import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, newWebhook, uniqueIp, webhookBody } from './helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, uniqueIp, webhookBody } from '../support/accounts.ts';
 
 const M = '/v1/rest/merchant';
 

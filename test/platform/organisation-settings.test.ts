@@ -10,7 +10,7 @@ import { ORGANISATIONS_CHANNEL } from '../../src/db/notifications.ts';
 import { startOnDatabase } from '../../src/server.ts';
 import { ApiClient } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, unique } from './helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 
 const REGISTRATION_TOKEN = 'settings-test-registration-token';
 const HEX64 = /^[0-9a-f]{64}$/;

@@ -3,7 +3,7 @@
 // limited to the organisations assigned to the caller.
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, unique } from './helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 
 const MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$/;
 

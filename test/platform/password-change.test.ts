@@ -6,9 +6,9 @@
 // the answer's token keeps the caller signed in, and a wrong current password
 // counts as a failed login. Every answer is checked against the contract.
 import { expect } from 'chai';
-import { REGISTRATION_TOKEN, register, registration } from '../analytics/helpers.ts';
+import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, PASSWORD, newAccount, uniqueIp } from './helpers.ts';
+import { type Account, PASSWORD, newAccount, uniqueIp } from '../support/accounts.ts';
 
 describe('password change for everyone (issue 22, point 4)', function () {
   this.timeout(60_000);

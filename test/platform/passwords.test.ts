@@ -17,7 +17,7 @@ import {
   verifyPassword,
 } from '../../src/platform/passwords.crypto.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { PASSWORD, unique, uniqueIp } from './helpers.ts';
+import { PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 

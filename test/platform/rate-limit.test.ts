@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { PASSWORD, unique, uniqueIp } from './helpers.ts';
+import { PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
 import { expectLimited as limited } from '../support/expect.ts';
 
 async function account(srv: TestServer): Promise<string> {

@@ -10,7 +10,7 @@ import {
   organisationTokenHash,
 } from '../../src/platform/registration.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, unique } from './helpers.ts';
+import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { errorBody } from '../support/client.ts';
 
 const MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$/;

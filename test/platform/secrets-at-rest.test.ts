@@ -23,7 +23,7 @@ import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { ApiClient } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { testDatabaseServer } from '../support/global.ts';
-import { newAccount, newMerchant } from './helpers.ts';
+import { newAccount, newMerchant } from '../support/accounts.ts';
 
 const KEY = Buffer.alloc(32, 9);
 

@@ -8,7 +8,7 @@ import { SignJWT } from 'jose';
 import { expect } from 'chai';
 import { AccountError, ensurePlatformAccount, setPlatformPassword } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { PASSWORD, unique, uniqueIp } from './helpers.ts';
+import { PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
 
 const JWT_SECRET = 'tokens-test-secret-0123456789abcdefghijklmnop';
 const key = new TextEncoder().encode(JWT_SECRET);

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'chai';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newVisitor, tracker } from './helpers.ts';
 

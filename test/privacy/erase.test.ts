@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { eventually } from '../support/wait.ts';

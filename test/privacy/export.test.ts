@@ -5,7 +5,7 @@
 // contact, visitor, event and notification of that person, and not a single
 // identifier of the other. Its result is kept until it expires.
 import { expect } from 'chai';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newVisitor, privacyApi, tracker, type Visitor } from './helpers.ts';
 

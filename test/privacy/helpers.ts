@@ -4,11 +4,10 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import type { Database } from '../../src/db/database.ts';
-import { type Account, unique } from '../platform/helpers.ts';
+import { type Account, unique } from '../support/accounts.ts';
 import type { TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { b64url } from '../support/payload.ts';
 
 export interface Visitor {
   roaming: string;

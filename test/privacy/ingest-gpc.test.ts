@@ -10,10 +10,11 @@ import { expect } from 'chai';
 import { BatchPrivacy } from '../../src/privacy/ingest-privacy.service.ts';
 import { storeBatch } from '../../src/tracking/batch.service.ts';
 import { isPlainBatch } from '../../src/tracking/plain-batch.service.ts';
-import { type Account, newAccount, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { b64url, drained, itemsOf, newShop, type Shop, stored } from './ingest-helpers.ts';
+import { drained, itemsOf, newShop, type Shop, stored } from '../support/ingest.ts';
+import { b64url } from '../support/payload.ts';
 
 const GPC = { 'sec-gpc': '1' };
 

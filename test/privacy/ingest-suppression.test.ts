@@ -8,10 +8,11 @@
 import { expect } from 'chai';
 import pg from 'pg';
 import { storeBatch } from '../../src/tracking/batch.service.ts';
-import { type Account, newAccount, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { b64url, drained, itemsOf, newShop, stored, suppress } from './ingest-helpers.ts';
+import { drained, itemsOf, newShop, stored, suppress } from '../support/ingest.ts';
+import { b64url } from '../support/payload.ts';
 
 describe('privacy: the suppression list at ingest', function () {
   this.timeout(60_000);

@@ -6,8 +6,8 @@
 // token too (401), and nothing is written for them. The server here runs no
 // privacy runner (no periodic jobs, no dispatcher): requests stay queued.
 import { expect } from 'chai';
-import { REGISTRATION_TOKEN, register, registration } from '../analytics/helpers.ts';
-import { type Account, newAccount, newMerchant, unique, uniqueIp } from '../platform/helpers.ts';
+import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
+import { type Account, newAccount, newMerchant, unique, uniqueIp } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { privacyApi } from './helpers.ts';
 

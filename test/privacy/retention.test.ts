@@ -5,7 +5,7 @@
 // on another device keeps its contacts and loses only the old visitor, recent
 // visitors and organisations without a retention are untouched.
 import { expect } from 'chai';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { eventually } from '../support/wait.ts';

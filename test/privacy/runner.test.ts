@@ -10,7 +10,7 @@ import { createLogger } from '../../src/log.ts';
 import { sealSubject } from '../../src/privacy/request-run.service.ts';
 import { advance, claimNext, insertRequest } from '../../src/privacy/requests.repository.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';
 import { newVisitor, privacyApi, tracker } from './helpers.ts';

@@ -16,7 +16,7 @@ import { ISSUER } from '../../src/platform/tokens.crypto.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type ContractOperation, contractOperations, schemas } from '../support/operations.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { unique } from '../platform/helpers.ts';
+import { unique } from '../support/accounts.ts';
 import { type FullTenant, fullTenant } from './fixtures.ts';
 
 const JWT_SECRET = 'auth-matrix-secret-that-is-long-enough-0123456789';

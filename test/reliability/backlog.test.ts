@@ -13,8 +13,8 @@ import { startBacklogMonitor } from '../../src/webhooks/backlog.worker.ts';
 import { BACKLOG_ERROR } from '../../src/webhooks/outbox.repository.ts';
 import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestServer } from '../support/harness.ts';
-import { newAccount, newMerchant, newWebhook } from '../platform/helpers.ts';
-import { b64url } from './fixtures.ts';
+import { newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
 const BOUND = 5;
 

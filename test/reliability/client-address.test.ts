@@ -10,9 +10,8 @@ import { expect } from 'chai';
 import { canonicalIp, clientAddressKey, networkKey } from '../../src/http/client-address.ts';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { newAccount, newMerchant } from '../platform/helpers.ts';
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { newAccount, newMerchant } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
 /** Every spelling of 198.51.100.99 the report used, and a few more. */
 const SPELLINGS = [

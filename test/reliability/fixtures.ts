@@ -7,7 +7,8 @@
 import { expect } from 'chai';
 import { eventually } from '../support/wait.ts';
 import type { TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
 export interface FullTenant {
   tag: string;
@@ -28,8 +29,6 @@ export interface FullTenant {
   /** strings that identify this tenant and must never reach another one */
   secrets: string[];
 }
-
-export const b64url = (value: unknown) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 
 /** `endpoint` should be a local TestReceiver: nothing may leave the machine, not even a DNS lookup. */
 export async function fullTenant(srv: TestServer, endpoint: string, platform = 'acme', label = 'tenant'): Promise<FullTenant> {

@@ -4,7 +4,8 @@
 import fc from 'fast-check';
 import { type ContractOperation, schemas } from '../support/operations.ts';
 import { httpRequest } from '../support/raw-http.ts';
-import { type FullTenant, b64url } from './fixtures.ts';
+import { type FullTenant } from './fixtures.ts';
+import { b64url } from '../support/payload.ts';
 
 /** FUZZ_SEED to replay a run (the seed is printed). */
 export const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));

@@ -8,10 +8,10 @@ import { loadConfig } from '../../src/config.ts';
 import { BODY_LIMITS } from '../../src/http/app.ts';
 import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Merchant, newAccount, newMerchant } from '../platform/helpers.ts';
+import { type Merchant, newAccount, newMerchant } from '../support/accounts.ts';
 import { httpRequest, rawRequest } from '../support/raw-http.ts';
-import { b64url } from './fixtures.ts';
 import { expectLimited } from '../support/expect.ts';
+import { b64url } from '../support/payload.ts';
 
 const LIMIT = 5;
 

@@ -4,7 +4,7 @@
 // unique marker URL, one after the other. It remembers exactly which calls
 // were acknowledged (2xx) and what every other answer was.
 import type { Database } from '../../src/db/database.ts';
-import { b64url } from './fixtures.ts';
+import { b64url } from '../support/payload.ts';
 
 export interface LoadOptions {
   /** the server's address now (it may change between restarts) */

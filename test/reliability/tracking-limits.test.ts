@@ -11,9 +11,9 @@ import { expect } from 'chai';
 import { DEFAULT_TRACKING_LIMITS, loadConfig } from '../../src/config.ts';
 import { BODY_LIMITS } from '../../src/http/app.ts';
 import { type RefusalReason, createTrafficLimits, requestCost } from '../../src/http/traffic-limits.ts';
-import { type Merchant, newAccount, newMerchant, newWebhook } from '../platform/helpers.ts';
+import { type Merchant, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { b64url } from './fixtures.ts';
+import { b64url } from '../support/payload.ts';
 
 /** A small deterministic PRNG (mulberry32), so the simulated load is the same on every run. */
 function random(seed: number): () => number {

@@ -8,11 +8,12 @@
 // dispatcher runs and a real receiver on 127.0.0.1 takes every delivery.
 import http from 'node:http';
 import { expect } from 'chai';
-import { type Account, newAccount, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { passesEventually } from '../support/wait.ts';
-import { b64url, drained, newShop, type Shop, stored } from '../privacy/ingest-helpers.ts';
+import { drained, newShop, type Shop, stored } from '../support/ingest.ts';
+import { b64url } from '../support/payload.ts';
 
 const GOOGLEBOT =
   'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; +http://www.google.com/bot.html) Chrome/140.0.7339.0 Safari/537.36';

@@ -13,7 +13,8 @@ import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestDatabase, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
 interface Raw {
   status: number;
@@ -40,7 +41,6 @@ function send(base: string, method: string, path: string, headers: Record<string
   });
 }
 
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const metric = async (srv: RunningServer, outcome: string) => {
   const text = await (await fetch(`${srv.url}/metrics`)).text();
   return Number(new RegExp(`trackway_fast_path_requests_total\\{outcome="${outcome}"\\} (\\d+)`).exec(text)?.[1] ?? NaN);

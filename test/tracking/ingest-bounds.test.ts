@@ -7,7 +7,7 @@ import { createMetrics } from '../../src/http/metrics.ts';
 import { createIngestor, MAX_QUEUED } from '../../src/tracking/ingest.service.ts';
 import type { EventItem } from '../../src/tracking/ingest.types.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { newAccount, newMerchant, unique } from '../support/accounts.ts';
 
 describe('tracking: the ingest queue is bounded', () => {
   let srv: TestServer;

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
 
 describe('tracking: identify and events', () => {

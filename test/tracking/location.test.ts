@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 
 describe('tracking: location from the client IP', () => {
   let srv: TestServer;

@@ -8,7 +8,7 @@ import { VISITOR_TOUCH_SECONDS } from '../../src/identity/visitors-upsert.reposi
 import { prepareBatch, processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
 import type { EventItem, IdentifyItem, IngestItem } from '../../src/tracking/ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.service.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 

@@ -10,7 +10,7 @@
 // overview shows the count.
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { type Account, newAccount, newMerchant, PASSWORD } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, PASSWORD } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { eventually, passesEventually } from '../support/wait.ts';

@@ -16,7 +16,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { type Account, newAccount, newMerchant } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';

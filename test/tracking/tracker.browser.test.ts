@@ -10,7 +10,7 @@
 // the tracker sends are in tracker-helpers.ts.
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { type Account, newAccount, newMerchant } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';

@@ -10,9 +10,8 @@ import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
 describe('two instances on one database', function () {
   this.timeout(60_000);

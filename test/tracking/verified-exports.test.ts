@@ -10,8 +10,8 @@ import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { type Account, newAccount } from '../platform/helpers.ts';
-import { PHISH, type Shop, newShop, storedDeliveries } from './trust-helpers.ts';
+import { type Account, newAccount } from '../support/accounts.ts';
+import { PHISH, type Shop, newShop, storedDeliveries } from '../support/trust.ts';
 
 const hashOf = (secret: string, value: string) => createHmac('sha256', secret).update(value.trim().toLowerCase()).digest('hex');
 const LURE = `Your cart expires: ${PHISH}`;

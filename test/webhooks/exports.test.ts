@@ -8,9 +8,9 @@ import { expect } from 'chai';
 import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('webhooks: richer event exports and contact matches', function () {

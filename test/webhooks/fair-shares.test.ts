@@ -22,10 +22,10 @@ import { enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { eventually, matchedBody } from '../support/webhook-fixtures.ts';
-import { type Account, newAccount, newMerchant, newWebhook } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
 const SLOW_MS = 4_000;
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 describe('fair shares whoever owns the organisations (issue 22, point 1)', function () {

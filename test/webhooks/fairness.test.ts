@@ -8,8 +8,8 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Tenant, type TestIntegration, createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
+import { b64url } from '../support/payload.ts';
 
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 describe('fair dispatch under a noisy neighbour', function () {

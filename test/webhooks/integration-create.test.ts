@@ -3,7 +3,7 @@
 // encrypted at rest and never echoed, and bad input refused.
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../support/accounts.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

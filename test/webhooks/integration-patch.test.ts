@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { enqueue, matchedBody } from '../support/webhook-fixtures.ts';
-import { type Account, newAccount, newMerchant, newWebhook } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 
 const TOKEN = 'tok_0123456789abcdef';
 

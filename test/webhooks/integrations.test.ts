@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../support/accounts.ts';
 
 describe('webhook integrations (interface 4.3, 4.4)', () => {
   let srv: TestServer;

@@ -1,8 +1,11 @@
-// Shared set-up for the platform API tests: every test makes its own platform
+// Shared set-up for the tests of every area: every test makes its own platform
 // accounts, merchants and integrations (no truncation between tests).
 import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
-import type { TestServer } from '../support/harness.ts';
+import type { components } from '../../generated/openapi.ts';
+import type { TestServer } from './harness.ts';
+
+type Schemas = components['schemas'];
 
 let seq = 0;
 
@@ -34,9 +37,13 @@ export const WEBHOOK_AUTH_TOKEN = '8c1e4b7d2f9a4e06b3c5d7e9f1a29f3a';
 export async function newAccount(srv: TestServer, platform = 'acme'): Promise<Account> {
   const email = `${unique('ops')}@platform.example`;
   const made = await ensurePlatformAccount(srv.deps, { platform, email, password: PASSWORD, name: 'Platform Ops' });
-  const r = await srv.api.post(`/v1/rest/${platform}/users/login`, { email, password: PASSWORD }, { headers: { 'x-forwarded-for': uniqueIp() } });
+  const r = await srv.api.post<Schemas['LoginResponse']>(
+    `/v1/rest/${platform}/users/login`,
+    { email, password: PASSWORD },
+    { headers: { 'x-forwarded-for': uniqueIp() } },
+  );
   expect(r.status, r.text).to.equal(200);
-  return { platform, email, password: PASSWORD, userId: made.userId, token: r.body.bearer_token as string };
+  return { platform, email, password: PASSWORD, userId: made.userId, token: r.body.bearer_token };
 }
 
 export interface Merchant {
@@ -47,13 +54,13 @@ export interface Merchant {
 /** Registers a merchant (user + organisation) through the API. */
 export async function newMerchant(srv: TestServer, account: Account, body: Record<string, unknown> = {}): Promise<Merchant> {
   const name = unique('m');
-  const r = await srv.api.post(
+  const r = await srv.api.post<Schemas['RegisterResponse']>(
     `/v1/rest/${account.platform}/users/register`,
     { email: `${name}@merchant.example`, domain: `${name}.shop.example`, ...body },
     { token: account.token },
   );
   expect(r.status, r.text).to.equal(201);
-  return r.body as Merchant;
+  return r.body;
 }
 
 export function webhookBody(orgId: number, data: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {

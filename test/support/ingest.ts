@@ -10,12 +10,10 @@ import { normaliseSubject, type SubjectType } from '../../src/privacy/subject-ha
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import type { IngestItem } from '../../src/tracking/ingest.types.ts';
 import type { OrganisationPolicy } from '../../src/platform/organisation-directory.service.ts';
-import { type Account, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
-import type { TestServer } from '../support/harness.ts';
-import type { ReceivedRequest, TestReceiver } from '../support/receiver.ts';
-import { eventually } from '../support/wait.ts';
-
-export const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { type Account, newMerchant, newWebhook, unique } from './accounts.ts';
+import type { TestServer } from './harness.ts';
+import type { ReceivedRequest, TestReceiver } from './receiver.ts';
+import { eventually } from './wait.ts';
 
 export interface Shop {
   org: number;

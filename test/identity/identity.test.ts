@@ -1,8 +1,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
-
-const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
+import { b64url } from '../support/payload.ts';
 
 describe('identity: stitching and recent activity', () => {
   let srv: TestServer;

@@ -9,8 +9,8 @@ import { expect } from 'chai';
 import { hostAllowed, normaliseAllowedDomain, urlMatcher } from '../../src/identity/url-policy.rules.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { type Account, newAccount, unique } from '../platform/helpers.ts';
-import { footprint, newShop, PHISH, type Shop, storedDeliveries } from './trust-helpers.ts';
+import { type Account, newAccount, unique } from '../support/accounts.ts';
+import { footprint, newShop, PHISH, type Shop, storedDeliveries } from '../support/trust.ts';
 
 describe('URL policy: allowed domains (on by default)', function () {
   this.timeout(60_000);

@@ -1,8 +1,8 @@
 // Shared set-up for the analytics host tests: each test registers its own
 // users and organisations; every request may come from its own client IP
 // (with TRUST_PROXY=true) so the per-IP registration limit never interferes.
-import { unique, uniqueIp } from '../platform/helpers.ts';
-import type { TestServer } from '../support/harness.ts';
+import { unique, uniqueIp } from './accounts.ts';
+import type { TestServer } from './harness.ts';
 
 export const REGISTRATION_TOKEN = 'reg_test_4WzX9kQ2pL7sV1bN';
 export const UNKNOWN_TOKEN = { status: 'failed', code: 5104, reason: 'Invalid org_token: please provide the correct organisation token' };

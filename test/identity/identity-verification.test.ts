@@ -10,8 +10,8 @@ import { expect } from 'chai';
 import { hashMatches, identityHash, verifyIdentify } from '../../src/identity/verification.rules.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { type Account, newAccount, unique } from '../platform/helpers.ts';
-import { footprint, newShop, PHISH, type Shop, storedDeliveries } from './trust-helpers.ts';
+import { type Account, newAccount, unique } from '../support/accounts.ts';
+import { footprint, newShop, PHISH, type Shop, storedDeliveries } from '../support/trust.ts';
 
 /** What the shop's server runs (README): the key is the secret's 64 characters as they are. */
 const hashOf = (secret: string, value: string) => createHmac('sha256', secret).update(value.trim().toLowerCase()).digest('hex');

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import { VISITOR_TOUCH_SECONDS } from '../../src/identity/visitors-upsert.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { type Account, newAccount, newMerchant, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 
 describe('tracking: returning visitors are not rewritten on every event', () => {
   let srv: TestServer;

@@ -3,12 +3,11 @@
 // browser (or an attacker with curl) would, and a wait for the dispatcher to
 // have delivered everything an organisation queued.
 import { expect } from 'chai';
-import type { Reply } from '../support/client.ts';
-import type { TestServer } from '../support/harness.ts';
-import type { ReceivedRequest, TestReceiver } from '../support/receiver.ts';
-import { type Account, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
-
-export const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+import type { Reply } from './client.ts';
+import type { TestServer } from './harness.ts';
+import type { ReceivedRequest, TestReceiver } from './receiver.ts';
+import { type Account, newMerchant, newWebhook, unique } from './accounts.ts';
+import { b64url } from './payload.ts';
 
 export const PHISH = 'https://phish.attacker.example/login';
 

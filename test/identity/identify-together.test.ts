@@ -9,7 +9,7 @@ import pg from 'pg';
 import { verifyIdentify } from '../../src/identity/verification.rules.ts';
 import { prepareBatch, processBatch } from '../../src/tracking/batch.service.ts';
 import type { IngestItem } from '../../src/tracking/ingest.types.ts';
-import { type Account, newAccount, newMerchant, newWebhook, unique } from '../platform/helpers.ts';
+import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 
 type Step = { visitor: string } & (
