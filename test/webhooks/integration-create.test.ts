@@ -1,5 +1,5 @@
-// Interface 2.3, 3, 4.3 and 4.4 (webhook integrations on both path forms) and
-// DESIGN's integration responses: create (POST), with the auth token masked,
+// Webhook integrations on both path forms (createIntegration, updateIntegration
+// and their unscoped forms) and docs/design.md's integration responses: create (POST), with the auth token masked,
 // encrypted at rest and never echoed, and bad input refused.
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
@@ -7,7 +7,7 @@ import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN a
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-describe('webhook integrations (interface 4.3, 4.4)', () => {
+describe('webhook integrations (createIntegration, updateIntegration)', () => {
   let srv: TestServer;
   let acme: Account;
   let orgId: number;

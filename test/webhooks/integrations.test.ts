@@ -1,12 +1,12 @@
-// Interface 2.3, 3, 4.3 and 4.4 (webhook integrations on both path forms) and
-// DESIGN's integration responses and read endpoints: update (PUT), read and
+// Webhook integrations on both path forms (createIntegration, updateIntegration
+// and their unscoped forms) and docs/design.md's integration responses and read endpoints: update (PUT), read and
 // delete. Create (POST) is in integration-create.test.ts.
 import { expect } from 'chai';
 import { enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../support/accounts.ts';
 
-describe('webhook integrations (interface 4.3, 4.4)', () => {
+describe('webhook integrations (createIntegration, updateIntegration)', () => {
   let srv: TestServer;
   let acme: Account;
   let orgId: number;
@@ -41,7 +41,7 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
   }
 
   describe('update (PUT)', () => {
-    it('answers 200 {code 2001, message OK, integration}, replacing every field with the values sent (interface 3)', async () => {
+    it('answers 200 {code 2001, message OK, integration}, replacing every field with the values sent (a PUT)', async () => {
       const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN, httpTimeout: '20' });
       const r = await srv.api.put(
         path,
@@ -94,7 +94,7 @@ describe('webhook integrations (interface 4.3, 4.4)', () => {
       expect(row).to.deep.equal({ auth_token_enc: null, auth_token_hint: null });
     });
 
-    it('moves active from true to false and back (interface 3), and keeps the signing secret', async () => {
+    it('moves active from true to false and back, and keeps the signing secret', async () => {
       const i = await newWebhook(srv, acme, orgId);
       const off = await srv.api.put(path, webhookBody(orgId, {}, { id: i.id, active: false }), { token: acme.token });
       expect(off.body.integration.active).to.equal(false);
