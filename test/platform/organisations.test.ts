@@ -24,6 +24,7 @@ describe('organisation reads', () => {
     export_unverified: true,
     identity_secret: body.identity_secret,
     honor_gpc: true,
+    filter_bots: true,
     visitor_retention_days: null,
   });
 
