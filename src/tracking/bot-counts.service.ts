@@ -13,6 +13,7 @@ import type { Metrics } from '../http/metrics.ts';
 import type { Logger } from '../log.ts';
 import { addBotCounts, type BotCountRow, pruneBotCounts } from './bot-counts.repository.ts';
 import { BOT_REASONS, type BotReason } from './bots.rules.ts';
+import type { Ingestor } from './ingest.service.ts';
 
 const HOUR = 3_600_000;
 /** rows older than this are deleted (the stats read the last 168 hours) */
@@ -96,4 +97,23 @@ export class BotTally {
       this.timer.unref();
     }
   }
+}
+
+/**
+ * The ingest path with bots kept out: an item marked `bot` is counted and
+ * answered at once (as if committed), never queued; everything else goes to
+ * `inner`. drain() also writes the counts still held in memory.
+ */
+export function keepBotsOut(inner: Ingestor, tally: BotTally): Ingestor {
+  return {
+    submit(item) {
+      if (item.bot === undefined) return inner.submit(item);
+      tally.count(item.orgId, item.bot, item.receivedAt);
+      return Promise.resolve();
+    },
+    async drain() {
+      await inner.drain();
+      await tally.flush();
+    },
+  };
 }

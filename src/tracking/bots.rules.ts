@@ -6,7 +6,7 @@
 //
 // - Where: the tracking service marks the item (`bot`, beside `gpc`, in
 //   tracking.service.ts base()), so the Koa handlers and the fast path decide
-//   alike; keepBotsOut() wraps the ingestor (server.ts buildDeps), the one
+//   alike; keepBotsOut() (bot-counts.service.ts) wraps the ingestor (server.ts buildDeps), the one
 //   place both transports hand their items to, and answers a marked item at
 //   once without queueing it.
 // - `user_agent`: the User-Agent is on isbot's kept list of crawlers and
@@ -20,8 +20,6 @@
 //   browser driven by automation) and sent `?webdriver=1`. A request with
 //   both counts as `user_agent`.
 import { isbot } from 'isbot';
-import type { Ingestor } from './ingest.service.ts';
-import type { BotTally } from './bot-counts.service.ts';
 
 export type BotReason = 'user_agent' | 'webdriver';
 export const BOT_REASONS: readonly BotReason[] = ['user_agent', 'webdriver'];
@@ -53,23 +51,4 @@ export function botReason(client: { userAgent: string; webdriver?: boolean }, po
   if (!policy.filterBots) return undefined;
   if (isKnownBot(client.userAgent)) return 'user_agent';
   return client.webdriver === true ? 'webdriver' : undefined;
-}
-
-/**
- * The ingest path with bots kept out: an item marked `bot` is counted and
- * answered at once (as if committed), never queued; everything else goes to
- * `inner`. drain() also writes the counts still held in memory.
- */
-export function keepBotsOut(inner: Ingestor, tally: BotTally): Ingestor {
-  return {
-    submit(item) {
-      if (item.bot === undefined) return inner.submit(item);
-      tally.count(item.orgId, item.bot, item.receivedAt);
-      return Promise.resolve();
-    },
-    async drain() {
-      await inner.drain();
-      await tally.flush();
-    },
-  };
 }
