@@ -8,6 +8,7 @@ import { locateDatabase } from './db/connect.ts';
 import { createDb, migrate } from './db/database.ts';
 import { CitusAbsent, distribute } from './db/distribution.ts';
 import { EmbeddedError } from './db/embedded.ts';
+import { asOrgId } from './db/tenancy.ts';
 import { GeoIpError } from './geo/geo.service.ts';
 import { createLogger, type Logger } from './log.ts';
 import { AccountError, ensurePlatformAccount, setPlatformPassword } from './platform/accounts.service.ts';
@@ -221,7 +222,7 @@ async function runPrivacy(config: Config, log: Logger, args: string[]): Promise<
   const { countsLine, runPrivacyCommand } = await import('./privacy/privacy.cli.ts');
   const done = await withDatabase(config, log, (h, _applied, cipher) => {
     if (!cipher) throw new AccountError(`no secret key: set TRACKWAY_SECRET_KEY, or run this in the server's data dir (${config.dataDir})`);
-    return runPrivacyCommand({ db: h.db, cipher, log }, { type: sub, orgId, subject, suppress: values.suppress === true });
+    return runPrivacyCommand({ db: h.db, cipher, log }, { type: sub, orgId: asOrgId(orgId), subject, suppress: values.suppress === true });
   });
   const line = `${sub === 'erase' ? 'erased' : 'exported'}: ${countsLine(done.counts)} (privacy request ${done.id} of organisation ${orgId})\n`;
   if (sub === 'export') {

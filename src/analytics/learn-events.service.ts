@@ -10,6 +10,7 @@ import { requireOrganisation } from '../platform/access.service.ts';
 import { resolveOrgToken } from '../platform/organisations.service.ts';
 import { invalidInput } from './input.rules.ts';
 import { insertLearnEvent, listLearnEvents as listRows } from './learn-events.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export const DEFAULT_EVENT_CATEGORY = 'EXTERNAL';
 export const DEFAULT_LANG = 'en';
@@ -74,7 +75,7 @@ export interface ListQuery {
 export async function listLearnEvents(
   deps: Pick<Deps, 'db'>,
   principal: Principal,
-  orgId: number,
+  orgId: OrgId,
   query: ListQuery,
 ): Promise<Schemas['LearnEventList']> {
   await requireOrganisation(deps.db, principal, orgId);

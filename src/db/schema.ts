@@ -1,6 +1,7 @@
 // Kysely table types; they mirror src/db/migrations.
 import type { ColumnType, Generated } from 'kysely';
 import type { components } from '../../generated/openapi.ts';
+import type { OrgId } from './tenancy.ts';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 /** a timestamp with a database default (insert may omit it) */
@@ -39,7 +40,7 @@ export interface LoginFailuresTable {
 }
 
 export interface OrganisationsTable {
-  id: Generated<number>;
+  id: Generated<OrgId>;
   /** the token in clear: only until the start-up step seals it into token_enc (rows written by older versions) */
   token: NullableColumn;
   /** the token sealed with the secret key (deps.cipher) */
@@ -77,13 +78,13 @@ export interface OrganisationsTable {
 
 export interface OrganisationMembersTable {
   user_id: number;
-  org_id: number;
+  org_id: OrgId;
   role: 'owner' | 'platform';
   created_at: GeneratedTimestamp;
 }
 
 export interface IntegrationsTable {
-  org_id: number;
+  org_id: OrgId;
   id: Generated<number>;
   type: 'WEBHOOK';
   active: boolean;
@@ -105,7 +106,7 @@ export interface RecentView {
 }
 
 export interface PersonsTable {
-  org_id: number;
+  org_id: OrgId;
   id: Generated<number>;
   last_view: ColumnType<RecentView[], string | undefined, string>;
   last_cart_product_id: number | null;
@@ -117,7 +118,7 @@ export interface PersonsTable {
 export type Location = components['schemas']['Location'];
 
 export interface VisitorsTable {
-  org_id: number;
+  org_id: OrgId;
   core_id: string;
   roaming_id: string;
   corex_id: string | null;
@@ -130,7 +131,7 @@ export interface VisitorsTable {
 }
 
 export interface ContactsTable {
-  org_id: number;
+  org_id: OrgId;
   id: Generated<number>;
   type: 'EMAIL' | 'PHONE';
   value: string;
@@ -139,7 +140,7 @@ export interface ContactsTable {
 }
 
 export interface VisitorContactsTable {
-  org_id: number;
+  org_id: OrgId;
   core_id: string;
   contact_id: number;
   linked_at: GeneratedTimestamp;
@@ -148,14 +149,14 @@ export interface VisitorContactsTable {
 }
 
 export interface ProductsTable {
-  org_id: number;
+  org_id: OrgId;
   product_id: number;
   url: string;
   seen_at: Timestamp;
 }
 
 export interface EventsTable {
-  org_id: number;
+  org_id: OrgId;
   received_at: Timestamp;
   id: Generated<number>;
   name: string;
@@ -166,7 +167,7 @@ export interface EventsTable {
 }
 
 export interface LearnEventsTable {
-  org_id: number;
+  org_id: OrgId;
   id: Generated<number>;
   event_name: string;
   event_val: Json<string | Record<string, unknown>>;
@@ -181,7 +182,7 @@ export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
 export type DeliveryKind = 'matched' | 'event' | 'erased';
 
 export interface DeliveriesTable {
-  org_id: number;
+  org_id: OrgId;
   id: Generated<number>;
   integration_id: number;
   kind: DeliveryKind;
@@ -198,7 +199,7 @@ export interface DeliveriesTable {
 }
 
 export interface DeliveryAttemptsTable {
-  org_id: number;
+  org_id: OrgId;
   delivery_id: number;
   n: number;
   attempted_at: Timestamp;
@@ -210,7 +211,7 @@ export interface DeliveryAttemptsTable {
 
 /** integrations at WEBHOOK_MAX_BACKLOG pending deliveries: their new deliveries are written failed */
 export interface WebhookBacklogLimitsTable {
-  org_id: number;
+  org_id: OrgId;
   integration_id: number;
   /** pending deliveries counted at the last check (counting stops at the bound) */
   pending: number;
@@ -220,7 +221,7 @@ export interface WebhookBacklogLimitsTable {
 
 /** an integration's endpoint while it fails (or after it was disabled for failing); no row = healthy */
 export interface WebhookEndpointHealthTable {
-  org_id: number;
+  org_id: OrgId;
   integration_id: number;
   /** failed attempts since the last successful one */
   consecutive_failures: Generated<number>;
@@ -252,7 +253,7 @@ export interface PrivacyCounts {
 
 /** An erase, export or unsuppress request (migration 2026-11-26T0100; src/privacy/). */
 export interface PrivacyRequestsTable {
-  org_id: number;
+  org_id: OrgId;
   id: Generated<number>;
   type: PrivacyRequestType;
   status: Generated<PrivacyRequestStatus>;
@@ -282,7 +283,7 @@ export interface PrivacyRequestsTable {
 
 /** The suppression list: keyed hashes of subjects whose identifies store nothing personal. */
 export interface PrivacySuppressionsTable {
-  org_id: number;
+  org_id: OrgId;
   subject_hash: Buffer;
   created_at: GeneratedTimestamp;
   request_id: number;
@@ -290,7 +291,7 @@ export interface PrivacySuppressionsTable {
 
 /** Tracking requests kept out as bots, per organisation, UTC hour and reason (migration 2026-11-26T0300). */
 export interface BotRequestsTable {
-  org_id: number;
+  org_id: OrgId;
   hour: Timestamp;
   reason: 'user_agent' | 'webdriver';
   requests: number;
@@ -299,17 +300,17 @@ export interface BotRequestsTable {
 /** lookup tables (reference tables under Citus), written with the row they point to (migration 2026-11-23T0400) */
 export interface OrganisationDomainsTable {
   domain_key: string;
-  org_id: number;
+  org_id: OrgId;
 }
 
 export interface OrganisationTokensTable {
   token_hash: Buffer;
-  org_id: number;
+  org_id: OrgId;
 }
 
 export interface IntegrationOwnersTable {
   id: number;
-  org_id: number;
+  org_id: OrgId;
 }
 
 export interface DB {

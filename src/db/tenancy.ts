@@ -6,6 +6,32 @@
 import { type Expression, type Kysely, type SqlBool, sql, type Transaction } from 'kysely';
 import type { DB } from './schema.ts';
 
+/**
+ * An organisation's id: a number at run time, branded so that the compiler
+ * refuses an integration id, a user id or any other number where an
+ * organisation is meant (and the other way round).
+ *
+ * A number becomes an OrgId where it first means an organisation, and only
+ * there: a row read from the database (the org_id columns and
+ * organisations.id are typed OrgId in schema.ts), a path parameter after the
+ * contract validated it (`PathOf` in src/http/types.ts brands `org_id`), a
+ * NOTIFY payload or a configuration value (`asOrgId()`, `parseOrgId()` below). Everything past
+ * those boundaries passes OrgIds along and never casts.
+ */
+export type OrgId = number & { readonly __brand: 'OrgId' };
+
+/** A number that names an organisation, checked (a positive safe integer), as an OrgId. */
+export function asOrgId(value: number): OrgId {
+  if (!Number.isSafeInteger(value) || value <= 0) throw new TypeError(`not an organisation id: ${value}`);
+  return value as OrgId;
+}
+
+/** An organisation's id written as text (a NOTIFY payload, a command-line flag), or undefined when it names none. */
+export function parseOrgId(text: string): OrgId | undefined {
+  const n = Number(text);
+  return Number.isSafeInteger(n) && n > 0 ? (n as OrgId) : undefined;
+}
+
 /** The database or an open transaction: what a repository function runs on. */
 export type Executor = Kysely<DB> | Transaction<DB>;
 /** An open transaction: for a repository function that must run inside one (locks, several statements). */
@@ -27,7 +53,7 @@ function orgColumn(table: OrgTableRef): string {
  * column's name, so it type-checks for whichever table the builder is on (the
  * builder's own `where` overloads do not resolve for a generic table).
  */
-function scoped<Q>(q: Q, table: OrgTableRef, orgId: number): Q {
+function scoped<Q>(q: Q, table: OrgTableRef, orgId: OrgId): Q {
   const where = sql<SqlBool>`${sql.ref(orgColumn(table))} = ${orgId}`;
   return (q as unknown as { where(e: Expression<SqlBool>): Q }).where(where);
 }
@@ -36,7 +62,7 @@ function scoped<Q>(q: Q, table: OrgTableRef, orgId: number): Q {
  * Statements on one organisation's rows. Each builder comes back with the
  * org_id condition already in its WHERE; callers add theirs.
  */
-export function orgScoped(db: Executor, orgId: number) {
+export function orgScoped(db: Executor, orgId: OrgId) {
   return {
     selectFrom<T extends OrgTableRef>(table: T) {
       return scoped((db as Kysely<DB>).selectFrom(table), table, orgId);

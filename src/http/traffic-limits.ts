@@ -26,6 +26,7 @@ import type { TrackingLimits } from '../config.ts';
 import { clientAddressKey, networkKey } from './client-address.ts';
 import { type Area, areaError } from './errors.ts';
 import { type RateDecision, createRecentKeys, createTokenBucket } from './rate-limit.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 /** Why a tracking request was refused (the `reason` of trackway_tracking_refused_total). */
 export type RefusalReason = 'ip_rate_limited' | 'org_rate_limited' | 'identify_rate_limited' | 'too_large' | 'invalid';
@@ -42,7 +43,7 @@ export interface TrafficLimits {
   /** Counts a request of this client address; throws 429 when it is over the limit. */
   ip(ip: string, cost?: number): void;
   /** Counts a request for this (existing) organisation; throws 429 when it is over the limit. */
-  org(orgId: number, cost?: number): void;
+  org(orgId: OrgId, cost?: number): void;
   /** An identify of `identity` from this address: free when the identity was seen recently, else counted; throws 429 over the limit. */
   identify(ip: string, identity: string): void;
   /** Records that `identity` was identified (after its commit), so repeating it is free for 30 minutes. */
@@ -50,7 +51,7 @@ export interface TrafficLimits {
   /** Whether ip(ip, cost) would pass now; charges and counts nothing (the admission checks before it charges). */
   allowsIp(ip: string, cost: number): boolean;
   /** Whether org(orgId, cost) would pass now; charges and counts nothing. */
-  allowsOrg(orgId: number, cost: number): boolean;
+  allowsOrg(orgId: OrgId, cost: number): boolean;
   /** Whether identify(ip, identity) would pass now; charges and counts nothing. */
   allowsIdentify(ip: string, identity: string): boolean;
 }

@@ -3,6 +3,7 @@
 import type { Context as OasContext } from 'openapi-backend';
 import type Koa from 'koa';
 import type { components, operations, webhooks } from '../../generated/openapi.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 /** Operations Trackway sends (the `webhooks` section), not ones it serves. */
 type WebhookOperation = webhooks[keyof webhooks]['post'];
@@ -30,8 +31,15 @@ type Part<K extends OperationId, P extends string> = operations[K]['parameters']
     : undefined
   : undefined;
 
-export type PathOf<K extends OperationId> = Part<K, 'path'>;
-export type QueryOf<K extends OperationId> = Part<K, 'query'>;
+/**
+ * An `org_id` parameter (in the path, or the query), once the contract's validators have checked it
+ * (a positive integer), is an organisation's id: this is where it is branded
+ * (`OrgId`, src/db/tenancy.ts).
+ */
+type Branded<P> = P extends { org_id?: number } ? { [N in keyof P]: N extends 'org_id' ? OrgId | Exclude<P[N], number> : P[N] } : P;
+
+export type PathOf<K extends OperationId> = Branded<Part<K, 'path'>>;
+export type QueryOf<K extends OperationId> = Branded<Part<K, 'query'>>;
 
 type Responses<K extends OperationId> = operations[K]['responses'];
 

@@ -8,7 +8,7 @@
 // nothing back: what the caller must be told comes back as what happened,
 // in the batch's order, for webhooks to fan out from (src/webhooks/fan-out.service.ts).
 import type { RawBuilder } from 'kysely';
-import type { Executor } from '../db/tenancy.ts';
+import type { Executor, OrgId } from '../db/tenancy.ts';
 import type { Recent } from './profile.service.ts';
 import { type Identification, type LinkedContact, type ProfileEvent, type Sighting, Stitching } from './stitching.service.ts';
 
@@ -25,9 +25,9 @@ export type BatchIdentify = Extract<Sighting, { kind: 'identify' }> & Identifica
 /** Which organisations want to hear of what (from their integrations): plain data, read before the batch. */
 export interface BatchInterest {
   /** organisations whose events are exported: those come back with their person's contacts */
-  exportsEvents: ReadonlySet<number>;
+  exportsEvents: ReadonlySet<OrgId>;
   /** organisations notified of contact matches: identifies that link new contacts come back with the person's recent activity */
-  notifiesContacts: ReadonlySet<number>;
+  notifiesContacts: ReadonlySet<OrgId>;
 }
 
 /** A contact of an event's person, `verified` when its link to the event's visitor is. */

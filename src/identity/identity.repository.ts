@@ -3,14 +3,14 @@
 import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { RecentView } from '../db/schema.ts';
-import { type Executor, orgScoped } from '../db/tenancy.ts';
+import { type Executor, orgScoped, type OrgId } from '../db/tenancy.ts';
 import { lockCorexIds, visitorKey } from './visitor-locks.repository.ts';
 import { type VisitorTouch, visitorsUpsert } from './visitors-upsert.repository.ts';
 
 export type { VisitorTouch } from './visitors-upsert.repository.ts';
 
 export interface TouchedVisitor {
-  org_id: number;
+  org_id: OrgId;
   core_id: string;
   person_id: number;
   corex_id: string | null;
@@ -70,7 +70,7 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
 }
 
 /** Persons (other than `person`) that have a visitor with this corex_id. */
-export async function personsSharingCorex(tx: Executor, orgId: number, corexId: string, person: number): Promise<number[]> {
+export async function personsSharingCorex(tx: Executor, orgId: OrgId, corexId: string, person: number): Promise<number[]> {
   const rows = await orgScoped(tx, orgId)
     .selectFrom('visitors')
     .select('person_id')
@@ -102,7 +102,7 @@ export interface IdentifiedContact {
  */
 export async function identifyContacts(
   tx: Executor,
-  orgId: number,
+  orgId: OrgId,
   coreId: string,
   person: number,
   contacts: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[],
@@ -152,7 +152,7 @@ export interface IdentifyRow {
  */
 export async function identifyContactsTogether(
   tx: Executor,
-  orgId: number,
+  orgId: OrgId,
   rows: IdentifyRow[],
 ): Promise<Map<string, (IdentifiedContact & { created: boolean })[]>> {
   const input = JSON.stringify(
@@ -204,7 +204,7 @@ export interface PersonProfile {
   last_cart_at: Date | null;
 }
 
-export async function lockPersons(tx: Executor, orgId: number, ids: number[]): Promise<PersonProfile[]> {
+export async function lockPersons(tx: Executor, orgId: OrgId, ids: number[]): Promise<PersonProfile[]> {
   return orgScoped(tx, orgId)
     .selectFrom('persons')
     .select(['id', 'last_view', 'last_cart_product_id', 'last_cart_url', 'last_cart_at'])
@@ -214,7 +214,7 @@ export async function lockPersons(tx: Executor, orgId: number, ids: number[]): P
 }
 
 /** Moves every visitor and contact of `gone` to `keep`, stores the merged profile, deletes `gone`. */
-export async function mergePersons(tx: Executor, orgId: number, keep: number, gone: number, merged: Omit<PersonProfile, 'id'>) {
+export async function mergePersons(tx: Executor, orgId: OrgId, keep: number, gone: number, merged: Omit<PersonProfile, 'id'>) {
   await orgScoped(tx, orgId).updateTable('visitors').set({ person_id: keep }).where('person_id', '=', gone).execute();
   await orgScoped(tx, orgId).updateTable('contacts').set({ person_id: keep }).where('person_id', '=', gone).execute();
   await orgScoped(tx, orgId).deleteFrom('persons').where('id', '=', gone).execute();
@@ -240,7 +240,7 @@ export async function mergePersons(tx: Executor, orgId: number, keep: number, go
 }
 
 export interface ProfileChange {
-  orgId: number;
+  orgId: OrgId;
   person: number;
   /** views recorded by this batch, most recent first, distinct, at most 3 */
   views: RecentView[];
@@ -274,7 +274,7 @@ export async function upsertProfiles(tx: Executor, changes: ProfileChange[]): Pr
 }
 
 export interface ProductSighting {
-  orgId: number;
+  orgId: OrgId;
   productId: number;
   url: string;
   at: Date;
@@ -292,12 +292,12 @@ export async function rememberProductUrls(tx: Executor, rows: ProductSighting[])
   `.execute(tx);
 }
 
-export async function productUrl(tx: Executor, orgId: number, productId: number): Promise<string | undefined> {
+export async function productUrl(tx: Executor, orgId: OrgId, productId: number): Promise<string | undefined> {
   const row = await orgScoped(tx, orgId).selectFrom('products').select('url').where('product_id', '=', productId).executeTakeFirst();
   return row?.url;
 }
 
-export async function personProfile(tx: Executor, orgId: number, person: number): Promise<PersonProfile | undefined> {
+export async function personProfile(tx: Executor, orgId: OrgId, person: number): Promise<PersonProfile | undefined> {
   return orgScoped(tx, orgId)
     .selectFrom('persons')
     .select(['id', 'last_view', 'last_cart_product_id', 'last_cart_url', 'last_cart_at'])

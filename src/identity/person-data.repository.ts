@@ -4,11 +4,11 @@
 // and the visitors retention finds too old. Kysely only; every statement
 // names its organisation.
 import type { Location, RecentView } from '../db/schema.ts';
-import { type Executor, orgScoped } from '../db/tenancy.ts';
+import { type Executor, orgScoped, type OrgId } from '../db/tenancy.ts';
 import type { ContactType } from './normalise.rules.ts';
 
 /** The person a contact (its value as stored) belongs to. */
-export async function personOfContact(db: Executor, orgId: number, type: ContactType, value: string): Promise<number | undefined> {
+export async function personOfContact(db: Executor, orgId: OrgId, type: ContactType, value: string): Promise<number | undefined> {
   const row = await orgScoped(db, orgId)
     .selectFrom('contacts')
     .select('person_id')
@@ -19,7 +19,7 @@ export async function personOfContact(db: Executor, orgId: number, type: Contact
 }
 
 /** The person a visitor belongs to. */
-export async function personOfVisitor(db: Executor, orgId: number, coreId: string): Promise<number | undefined> {
+export async function personOfVisitor(db: Executor, orgId: OrgId, coreId: string): Promise<number | undefined> {
   const row = await orgScoped(db, orgId).selectFrom('visitors').select('person_id').where('core_id', '=', coreId).executeTakeFirst();
   return row?.person_id;
 }
@@ -39,7 +39,7 @@ export interface PersonVisitor {
 /** The persons' visitors, by core_id, after `afterCoreId` when given (pages of `limit`). */
 export function visitorsOfPersons(
   db: Executor,
-  orgId: number,
+  orgId: OrgId,
   persons: readonly number[],
   limit: number,
   afterCoreId?: string,
@@ -62,7 +62,7 @@ export interface PersonContact {
 }
 
 /** The persons' contacts, oldest first; `verified` when a link to it was made with a valid hash. */
-export function contactsOfPersons(db: Executor, orgId: number, persons: readonly number[]): Promise<PersonContact[]> {
+export function contactsOfPersons(db: Executor, orgId: OrgId, persons: readonly number[]): Promise<PersonContact[]> {
   if (persons.length === 0) return Promise.resolve([]);
   return orgScoped(db, orgId)
     .selectFrom('contacts as c')
@@ -92,7 +92,7 @@ export interface PersonProfileRow {
 }
 
 /** The persons' recent-activity profiles (a person without activity has none). */
-export function profilesOfPersons(db: Executor, orgId: number, persons: readonly number[]): Promise<PersonProfileRow[]> {
+export function profilesOfPersons(db: Executor, orgId: OrgId, persons: readonly number[]): Promise<PersonProfileRow[]> {
   if (persons.length === 0) return Promise.resolve([]);
   return orgScoped(db, orgId)
     .selectFrom('persons')
@@ -103,7 +103,7 @@ export function profilesOfPersons(db: Executor, orgId: number, persons: readonly
 }
 
 /** Up to `limit` visitors not seen since `before`, oldest first (visitors_last_seen): what retention erases. */
-export function visitorsNotSeenSince(db: Executor, orgId: number, before: Date, limit: number): Promise<{ core_id: string; person_id: number }[]> {
+export function visitorsNotSeenSince(db: Executor, orgId: OrgId, before: Date, limit: number): Promise<{ core_id: string; person_id: number }[]> {
   return (
     orgScoped(db, orgId)
       .selectFrom('visitors')
@@ -118,7 +118,7 @@ export function visitorsNotSeenSince(db: Executor, orgId: number, before: Date, 
 }
 
 /** Which of `persons` have a visitor seen since `since` (retention keeps them). */
-export async function personsSeenSince(db: Executor, orgId: number, persons: readonly number[], since: Date): Promise<number[]> {
+export async function personsSeenSince(db: Executor, orgId: OrgId, persons: readonly number[], since: Date): Promise<number[]> {
   if (persons.length === 0) return [];
   const rows = await orgScoped(db, orgId)
     .selectFrom('visitors')

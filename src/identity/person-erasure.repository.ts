@@ -4,7 +4,7 @@
 // function runs in the caller's short transaction and touches a bounded set
 // of rows; every statement names its organisation.
 import { sql } from 'kysely';
-import type { Tx } from '../db/tenancy.ts';
+import type { Tx, OrgId } from '../db/tenancy.ts';
 import { orgScoped } from '../db/tenancy.ts';
 import type { ContactType } from './normalise.rules.ts';
 
@@ -14,13 +14,13 @@ import type { ContactType } from './normalise.rules.ts';
  * the caller's transaction ends, and then finds no visitor: it makes a new
  * one (a new person), which the erasure does not cover.
  */
-export async function lockVisitors(tx: Tx, orgId: number, coreIds: readonly string[]): Promise<void> {
+export async function lockVisitors(tx: Tx, orgId: OrgId, coreIds: readonly string[]): Promise<void> {
   if (coreIds.length === 0) return;
   await sql`SELECT core_id FROM visitors WHERE org_id = ${orgId}::bigint AND core_id = ANY(${coreIds}::text[]) FOR UPDATE`.execute(tx);
 }
 
 /** Deletes the visitors' links to contacts and the visitors themselves (name, user agent, location with them); how many visitors. */
-export async function deleteVisitors(tx: Tx, orgId: number, coreIds: readonly string[]): Promise<number> {
+export async function deleteVisitors(tx: Tx, orgId: OrgId, coreIds: readonly string[]): Promise<number> {
   if (coreIds.length === 0) return 0;
   await orgScoped(tx, orgId).deleteFrom('visitor_contacts').where('core_id', 'in', coreIds).execute();
   const r = await orgScoped(tx, orgId).deleteFrom('visitors').where('core_id', 'in', coreIds).executeTakeFirst();
@@ -34,7 +34,7 @@ export async function deleteVisitors(tx: Tx, orgId: number, coreIds: readonly st
  */
 export async function deleteContactsOfPersons(
   tx: Tx,
-  orgId: number,
+  orgId: OrgId,
   persons: readonly number[],
   limit: number,
 ): Promise<{ type: ContactType; value: string }[]> {
@@ -54,7 +54,7 @@ export async function deleteContactsOfPersons(
 }
 
 /** Deletes the persons' profiles (recent views, cart); how many. */
-export async function deletePersons(tx: Tx, orgId: number, persons: readonly number[]): Promise<number> {
+export async function deletePersons(tx: Tx, orgId: OrgId, persons: readonly number[]): Promise<number> {
   if (persons.length === 0) return 0;
   const r = await orgScoped(tx, orgId).deleteFrom('persons').where('id', 'in', persons).executeTakeFirst();
   return Number(r.numDeletedRows);
@@ -70,7 +70,7 @@ export async function deletePersons(tx: Tx, orgId: number, persons: readonly num
  */
 export async function forgetProductUrls(
   tx: Tx,
-  orgId: number,
+  orgId: OrgId,
   sightings: readonly { productId: number; url: string }[],
   persons: readonly number[],
 ): Promise<number> {

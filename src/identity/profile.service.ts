@@ -2,6 +2,7 @@
 import type { Kysely } from 'kysely';
 import type { DB, RecentView } from '../db/schema.ts';
 import { type PersonProfile, productUrl } from './identity.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface Recent {
   last_view: string[];
@@ -40,7 +41,7 @@ export function mergeProfiles(a: PersonProfile | undefined, b: PersonProfile | u
  */
 export async function recentActivity(
   tx: Kysely<DB>,
-  orgId: number,
+  orgId: OrgId,
   profile: Pick<PersonProfile, 'last_view' | 'last_cart_product_id' | 'last_cart_url'> | undefined,
   allows: (url: string) => boolean,
 ): Promise<Recent> {

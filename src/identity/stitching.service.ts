@@ -12,7 +12,7 @@
 // alone sets corex_id, the hash does not cover it).
 import type { RawBuilder } from 'kysely';
 import type { Location, RecentView } from '../db/schema.ts';
-import type { Executor } from '../db/tenancy.ts';
+import type { Executor, OrgId } from '../db/tenancy.ts';
 import {
   identifyContacts,
   identifyContactsTogether,
@@ -35,7 +35,7 @@ import { contactsOfPerson } from './visitors.repository.ts';
 
 /** A visitor seen in the batch (an event or an identify). */
 export type Sighting = {
-  orgId: number;
+  orgId: OrgId;
   coreId: string;
   roamingId: string;
   receivedAt: Date;
@@ -46,7 +46,7 @@ export type Sighting = {
 
 /** An event, as far as the profile and the catalogue care. */
 export interface ProfileEvent {
-  orgId: number;
+  orgId: OrgId;
   coreId: string;
   name: string;
   body: Record<string, unknown>;
@@ -56,7 +56,7 @@ export interface ProfileEvent {
 
 /** An identify: the contacts to link to the visitor's person. */
 export interface Identification {
-  orgId: number;
+  orgId: OrgId;
   coreId: string;
   claim: IdentifyClaim;
 }
@@ -67,7 +67,7 @@ export interface LinkedContact {
   verified: boolean;
 }
 
-const key = (orgId: number, coreId: string) => `${orgId}\u0000${coreId}`;
+const key = (orgId: OrgId, coreId: string) => `${orgId}\u0000${coreId}`;
 
 /**
  * The events recordEvent keeps something of (the profile, the product
@@ -154,12 +154,12 @@ export class Stitching {
   }
 
   /** The corex_id of a visitor of this batch, as stored after its upsert. */
-  corexOfVisitor(orgId: number, coreId: string): string | null {
+  corexOfVisitor(orgId: OrgId, coreId: string): string | null {
     return this.corexOf.get(key(orgId, coreId)) ?? null;
   }
 
   /** The person a visitor of this batch belongs to now (after the merges so far). */
-  personOfVisitor(orgId: number, coreId: string): number {
+  personOfVisitor(orgId: OrgId, coreId: string): number {
     return this.find(this.personOf.get(key(orgId, coreId))!);
   }
 
@@ -234,7 +234,7 @@ export class Stitching {
       count(`v${key(it.orgId, it.coreId)}`);
       for (const c of it.claim.contacts) count(`c${key(it.orgId, `${c.type}:${c.value}`)}`);
     }
-    const byOrg = new Map<number, IdentifyRow[]>();
+    const byOrg = new Map<OrgId, IdentifyRow[]>();
     for (const it of identifies) {
       const { contacts } = it.claim;
       if (contacts.length === 0) continue;
@@ -261,7 +261,7 @@ export class Stitching {
    * says). A link an identifyTogether confirmed ahead of the batch's order
    * counts already: that visitor did prove it, a moment later.
    */
-  async contacts(orgId: number, person: number, coreId: string): Promise<{ type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[]> {
+  async contacts(orgId: OrgId, person: number, coreId: string): Promise<{ type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[]> {
     let c = this.contactCache.get(person);
     if (!c) {
       c = await contactsOfPerson(this.tx, orgId, person);
@@ -273,7 +273,7 @@ export class Stitching {
   }
 
   /** The person's recent activity including what this batch recorded so far. */
-  async recentActivity(orgId: number, person: number, allowsUrl: (url: string) => boolean): Promise<Recent> {
+  async recentActivity(orgId: OrgId, person: number, allowsUrl: (url: string) => boolean): Promise<Recent> {
     await this.flush();
     return recentActivity(this.tx, orgId, await personProfile(this.tx, orgId, person), allowsUrl);
   }
@@ -296,29 +296,29 @@ export class Stitching {
     return p;
   }
 
-  private profile(orgId: number, person: number): ProfileChange {
+  private profile(orgId: OrgId, person: number): ProfileChange {
     const k = key(orgId, String(person));
     let p = this.profiles.get(k);
     if (!p) this.profiles.set(k, (p = { orgId, person, views: [], cart: null }));
     return p;
   }
 
-  private recordView(orgId: number, person: number, url: string, at: Date): void {
+  private recordView(orgId: OrgId, person: number, url: string, at: Date): void {
     const p = this.profile(orgId, person);
     const view: RecentView = { url, at: at.toISOString() };
     p.views = [view, ...p.views.filter((v) => v.url !== url)].slice(0, 3);
   }
 
-  private recordCart(orgId: number, person: number, productId: number, cartUrl: string | null, at: Date): void {
+  private recordCart(orgId: OrgId, person: number, productId: number, cartUrl: string | null, at: Date): void {
     this.profile(orgId, person).cart = { productId, cartUrl, at };
   }
 
-  private recordProductUrl(orgId: number, productId: number, url: string, at: Date): void {
+  private recordProductUrl(orgId: OrgId, productId: number, url: string, at: Date): void {
     this.products.set(key(orgId, String(productId)), { orgId, productId, url, at });
   }
 
   /** Makes two persons one (the older id stays). */
-  private async merge(orgId: number, a: number, b: number): Promise<number> {
+  private async merge(orgId: OrgId, a: number, b: number): Promise<number> {
     const x = this.find(a);
     const y = this.find(b);
     if (x === y) return x;

@@ -13,6 +13,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { trackingError } from '../http/errors.ts';
 import { type ContactType, normaliseEmail, normalisePhone } from './normalise.rules.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 /** A new identity secret: 32 random bytes as 64 lower-case hex characters. */
 export function newIdentitySecret(): string {
@@ -46,7 +47,7 @@ export interface IdentifyClaim {
 }
 
 export interface VerificationPolicy {
-  orgId: number;
+  orgId: OrgId;
   identityVerification: 'optional' | 'required';
   identitySecret: string | null;
 }

@@ -3,17 +3,17 @@
 // which is the only form of FOR UPDATE that Citus runs (on one shard).
 import { sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
-import type { Executor } from '../db/tenancy.ts';
+import type { Executor, OrgId } from '../db/tenancy.ts';
 import type { VisitorTouch } from './visitors-upsert.repository.ts';
 
 /** The key of a visitor in the maps of a batch. */
-export function visitorKey(orgId: number | string, coreId: string): string {
+export function visitorKey(orgId: OrgId | string, coreId: string): string {
   return `${orgId}\u0000${coreId}`;
 }
 
 /** Locks the rows' existing visitors and reads their corex_id, one statement per organisation. */
 export async function lockCorexIds(tx: Executor, rows: VisitorTouch[]): Promise<Map<string, string | null>> {
-  const byOrg = new Map<number, string[]>();
+  const byOrg = new Map<OrgId, string[]>();
   for (const r of rows) {
     const coreIds = byOrg.get(r.orgId) ?? [];
     coreIds.push(r.coreId);

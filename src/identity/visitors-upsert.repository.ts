@@ -7,9 +7,10 @@
 // EXPOSED says so), and docs/architecture.md explains why.
 import { sql } from 'kysely';
 import type { Location } from '../db/schema.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface VisitorTouch {
-  orgId: number;
+  orgId: OrgId;
   coreId: string;
   roamingId: string;
   corexId: string | null;

@@ -2,16 +2,16 @@
 // platform API, and a person's contacts for the ingest's event exports.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import { type Executor, orgScoped } from '../db/tenancy.ts';
+import { type Executor, orgScoped, type OrgId } from '../db/tenancy.ts';
 
 const VISITOR_COLUMNS = ['core_id', 'roaming_id', 'corex_id', 'name', 'person_id', 'first_seen', 'last_seen', 'user_agent', 'location'] as const;
 
-export function findVisitor(db: Database, orgId: number, coreId: string) {
+export function findVisitor(db: Database, orgId: OrgId, coreId: string) {
   return orgScoped(db, orgId).selectFrom('visitors').select(VISITOR_COLUMNS).where('core_id', '=', coreId).executeTakeFirst();
 }
 
 export interface VisitorQuery {
-  orgId: number;
+  orgId: OrgId;
   contactsOnly: boolean;
   /** [last_seen ISO, core_id] of the last item of the previous page */
   after?: [string, string];
@@ -39,7 +39,7 @@ export function listVisitors(db: Database, q: VisitorQuery) {
 }
 
 /** Contacts of several persons of one organisation; `verified` when a link to it was made with a valid hash. */
-export async function contactsOfPersons(db: Database, orgId: number, persons: number[]) {
+export async function contactsOfPersons(db: Database, orgId: OrgId, persons: number[]) {
   if (persons.length === 0) return [];
   return orgScoped(db, orgId)
     .selectFrom('contacts as c')
@@ -61,7 +61,7 @@ export async function contactsOfPersons(db: Database, orgId: number, persons: nu
 }
 
 /** Visitors last seen since `since`, and of those, since `recentSince`. */
-export async function visitorsSeen(db: Database, orgId: number, since: Date, recentSince: Date) {
+export async function visitorsSeen(db: Database, orgId: OrgId, since: Date, recentSince: Date) {
   const row = await orgScoped(db, orgId)
     .selectFrom('visitors')
     .select([sql<string>`count(*)`.as('total'), sql<string>`count(*) FILTER (WHERE last_seen >= ${recentSince})`.as('recent')])
@@ -71,7 +71,7 @@ export async function visitorsSeen(db: Database, orgId: number, since: Date, rec
 }
 
 /** Distinct contacts linked to a visitor since `since`, and of those, since `recentSince`. */
-export async function contactsLinked(db: Database, orgId: number, since: Date, recentSince: Date) {
+export async function contactsLinked(db: Database, orgId: OrgId, since: Date, recentSince: Date) {
   const row = await orgScoped(db, orgId)
     .selectFrom('visitor_contacts')
     .select([
@@ -84,7 +84,7 @@ export async function contactsLinked(db: Database, orgId: number, since: Date, r
 }
 
 /** A person's contacts, each with the visitors whose link to it is verified (a valid hash made or confirmed it). */
-export async function contactsOfPerson(tx: Executor, orgId: number, person: number) {
+export async function contactsOfPerson(tx: Executor, orgId: OrgId, person: number) {
   return orgScoped(tx, orgId)
     .selectFrom('contacts as c')
     .select(['c.type', 'c.value'])

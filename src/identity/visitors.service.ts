@@ -9,10 +9,11 @@ import { requireOrganisation } from '../platform/access.service.ts';
 import { personProfile } from './identity.repository.ts';
 import { recentActivity } from './profile.service.ts';
 import { contactsLinked, contactsOfPersons, findVisitor, listVisitors, visitorsSeen } from './visitors.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 type ReadDeps = Pick<Deps, 'db' | 'organisations'>;
 
-export async function visitorDetail(deps: ReadDeps, principal: Principal, orgId: number, coreId: string): Promise<Schemas['Visitor']> {
+export async function visitorDetail(deps: ReadDeps, principal: Principal, orgId: OrgId, coreId: string): Promise<Schemas['Visitor']> {
   const { db } = deps;
   await requireOrganisation(db, principal, orgId);
   const v = await findVisitor(db, orgId, coreId);
@@ -38,7 +39,7 @@ export async function visitorDetail(deps: ReadDeps, principal: Principal, orgId:
 export async function visitorPage(
   deps: ReadDeps,
   principal: Principal,
-  orgId: number,
+  orgId: OrgId,
   q: { limit?: number; cursor?: string; contacts_only?: boolean },
 ): Promise<Schemas['VisitorList']> {
   const { db } = deps;
@@ -65,7 +66,7 @@ export async function visitorPage(
 }
 
 /** Visitors seen and contacts linked since `since` (and since `recentSince`): identity's part of the organisation's stats. */
-export async function visitorActivity(deps: Pick<Deps, 'db'>, orgId: number, since: Date, recentSince: Date) {
+export async function visitorActivity(deps: Pick<Deps, 'db'>, orgId: OrgId, since: Date, recentSince: Date) {
   const [visitors, contacts] = await Promise.all([
     visitorsSeen(deps.db, orgId, since, recentSince),
     contactsLinked(deps.db, orgId, since, recentSince),

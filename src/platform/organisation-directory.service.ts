@@ -13,9 +13,10 @@ import type { Database } from '../db/database.ts';
 import { defaultAllowedDomains, hostAllowed, urlMatcher } from '../identity/url-policy.rules.ts';
 import { findPolicyRow, type PolicyRow } from './organisation-settings.repository.ts';
 import type { Cipher } from './secrets.service.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface OrganisationPolicy {
-  orgId: number;
+  orgId: OrgId;
   active: boolean;
   /** the effective list: allowed_domains, or the organisation's own domain */
   allowedDomains: readonly string[];
@@ -42,10 +43,10 @@ export interface OrganisationPolicy {
 }
 
 export interface OrganisationDirectory {
-  isActive(orgId: number): Promise<boolean>;
+  isActive(orgId: OrgId): Promise<boolean>;
   /** the policy of an existing organisation (active or not); undefined when there is none */
-  policy(orgId: number): Promise<OrganisationPolicy | undefined>;
-  invalidate(orgId: number): void;
+  policy(orgId: OrgId): Promise<OrganisationPolicy | undefined>;
+  invalidate(orgId: OrgId): void;
   /** drops every entry (after notifications may have been missed) */
   clear(): void;
 }
@@ -56,7 +57,7 @@ export function effectiveAllowedDomains(row: Pick<PolicyRow, 'allowed_domains' |
 }
 
 /** Whether an organisation's suppression list holds anything (privacy's answer). */
-export type SuppressionCheck = (orgId: number) => Promise<boolean>;
+export type SuppressionCheck = (orgId: OrgId) => Promise<boolean>;
 
 export function policyOf(row: PolicyRow, suppressing: boolean, cipher: Cipher): OrganisationPolicy {
   const allowedDomains = effectiveAllowedDomains(row);
@@ -87,8 +88,8 @@ export function policyOf(row: PolicyRow, suppressing: boolean, cipher: Cipher): 
 }
 
 export function createOrganisationDirectory(db: Database, cipher: Cipher, suppressing: SuppressionCheck, ttlMs = 5_000): OrganisationDirectory {
-  const entries = new Map<number, { until: number; policy: Promise<OrganisationPolicy | undefined> }>();
-  const policy = (orgId: number) => {
+  const entries = new Map<OrgId, { until: number; policy: Promise<OrganisationPolicy | undefined> }>();
+  const policy = (orgId: OrgId) => {
     const now = Date.now();
     const hit = entries.get(orgId);
     if (hit && hit.until > now) return hit.policy;

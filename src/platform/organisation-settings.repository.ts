@@ -5,10 +5,10 @@ import { type Transaction, sql } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { ALL_ORGANISATIONS } from '../db/database.ts';
 import { ORGANISATIONS_CHANNEL } from '../db/notifications.ts';
-import { type Executor } from '../db/tenancy.ts';
+import { type Executor, type OrgId } from '../db/tenancy.ts';
 
 export interface PolicyRow {
-  id: number;
+  id: OrgId;
   is_active: boolean;
   domain_key: string;
   identity_verification: 'optional' | 'required';
@@ -21,7 +21,7 @@ export interface PolicyRow {
 }
 
 /** What the tracking hot path needs of an organisation (read through a cache, src/platform/organisation-directory.service.ts). */
-export function findPolicyRow(db: Executor, orgId: number): Promise<PolicyRow | undefined> {
+export function findPolicyRow(db: Executor, orgId: OrgId): Promise<PolicyRow | undefined> {
   return db
     .selectFrom('organisations')
     .select([
@@ -53,7 +53,7 @@ export interface SettingsChange {
 }
 
 /** Applies the settings sent (at least one) and touches modified_at. */
-export async function updateSettings(tx: Transaction<DB>, orgId: number, change: SettingsChange): Promise<void> {
+export async function updateSettings(tx: Transaction<DB>, orgId: OrgId, change: SettingsChange): Promise<void> {
   await tx
     .updateTable('organisations')
     // node-postgres sends allowed_domains (a JS array) as a PostgreSQL text[]
@@ -63,7 +63,7 @@ export async function updateSettings(tx: Transaction<DB>, orgId: number, change:
 }
 
 /** Replaces the identity secret (rotation) and touches modified_at. */
-export async function replaceIdentitySecret(tx: Transaction<DB>, orgId: number, sealed: string): Promise<void> {
+export async function replaceIdentitySecret(tx: Transaction<DB>, orgId: OrgId, sealed: string): Promise<void> {
   await tx
     .updateTable('organisations')
     .set({ identity_secret_enc: sealed, modified_at: sql<Date>`now()` })
@@ -75,7 +75,7 @@ export async function replaceIdentitySecret(tx: Transaction<DB>, orgId: number, 
  * Gives an organisation its first identity secret unless it has one (also
  * under a concurrent call): answers the secret it has now.
  */
-export async function ensureIdentitySecret(db: Executor, orgId: number, sealed: string): Promise<string | undefined> {
+export async function ensureIdentitySecret(db: Executor, orgId: OrgId, sealed: string): Promise<string | undefined> {
   const made = await db
     .updateTable('organisations')
     .set({ identity_secret_enc: sealed })
@@ -88,13 +88,13 @@ export async function ensureIdentitySecret(db: Executor, orgId: number, sealed: 
   return row?.identity_secret_enc ?? undefined;
 }
 
-export async function announceOrganisationChange(db: Executor, orgId: number): Promise<void> {
+export async function announceOrganisationChange(db: Executor, orgId: OrgId): Promise<void> {
   await sql`SELECT pg_notify(${ORGANISATIONS_CHANNEL}, ${String(orgId)})`.execute(db);
 }
 
 /** Organisations with a visitor retention (retention's one statement over every organisation). */
-export async function organisationsWithRetention(db: Executor): Promise<{ id: number; days: number }[]> {
-  const { rows } = await sql<{ id: number; days: number }>`${sql.raw(ALL_ORGANISATIONS)}
+export async function organisationsWithRetention(db: Executor): Promise<{ id: OrgId; days: number }[]> {
+  const { rows } = await sql<{ id: OrgId; days: number }>`${sql.raw(ALL_ORGANISATIONS)}
     SELECT id, visitor_retention_days AS days FROM organisations WHERE visitor_retention_days IS NOT NULL ORDER BY id
   `.execute(db);
   return rows;

@@ -22,6 +22,7 @@ import {
 } from './organisation-settings.repository.ts';
 import type { OrganisationRow } from './organisations.repository.ts';
 import type { Cipher } from './secrets.service.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 // for privacy: a change of the suppression list drops the cached policy like a settings change; retention runs per organisation
 export { announceOrganisationChange, organisationsWithRetention } from './organisation-settings.repository.ts';
@@ -104,7 +105,7 @@ export function parseRetentionDays(raw: number | null): number | null {
 export async function changeSettings<T>(
   deps: SettingsDeps,
   principal: Principal,
-  orgId: number,
+  orgId: OrgId,
   body: Schemas['OrganisationSettingsRequest'],
   read: () => Promise<T>,
 ): Promise<T> {
@@ -137,7 +138,7 @@ export async function changeSettings<T>(
 }
 
 /** Replaces the identity secret: hashes made with the old one stop matching. */
-export async function rotateSecret<T>(deps: SettingsDeps, principal: Principal, orgId: number, read: () => Promise<T>): Promise<T> {
+export async function rotateSecret<T>(deps: SettingsDeps, principal: Principal, orgId: OrgId, read: () => Promise<T>): Promise<T> {
   await requireOrganisation(deps.db, principal, orgId);
   await deps.db.transaction().execute(async (tx) => {
     await replaceIdentitySecret(tx, orgId, newSealedIdentitySecret(deps.cipher));

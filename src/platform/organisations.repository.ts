@@ -2,7 +2,7 @@
 // formatted by PostgreSQL in the interface's `YYYY-MM-DDTHH:MM:SS.ffffff+00:00`.
 import { type Selectable, type Transaction, sql } from 'kysely';
 import type { DB, OrganisationsTable } from '../db/schema.ts';
-import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
+import { asOrgId, type Executor, memberOrganisations, orgScoped, type OrgId } from '../db/tenancy.ts';
 
 const micro = (column: 'organisations.created_at' | 'organisations.modified_at') =>
   sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')`;
@@ -58,7 +58,7 @@ export interface NewOrganisation {
  */
 export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation): Promise<OrganisationRow | undefined> {
   const { rows } = await sql<{ id: string }>`SELECT nextval('organisations_id_seq') AS id`.execute(tx);
-  const id = Number(rows[0]!.id);
+  const id = asOrgId(Number(rows[0]!.id));
   const claimed = await tx
     .insertInto('organisation_domains')
     .values({ domain_key: o.domainKey, org_id: id })
@@ -89,7 +89,7 @@ export async function insertOrganisation(tx: Transaction<DB>, o: NewOrganisation
     .executeTakeFirstOrThrow();
 }
 
-export async function insertMembers(tx: Transaction<DB>, orgId: number, members: { userId: number; role: 'owner' | 'platform' }[]): Promise<void> {
+export async function insertMembers(tx: Transaction<DB>, orgId: OrgId, members: { userId: number; role: 'owner' | 'platform' }[]): Promise<void> {
   if (members.length === 0) return;
   await tx
     .insertInto('organisation_members')
@@ -107,13 +107,13 @@ function assignedOrganisations(db: Executor, userId: number) {
 }
 
 /** Whether the organisation is assigned to the user. */
-export async function isOrganisationMember(db: Executor, userId: number, orgId: number): Promise<boolean> {
+export async function isOrganisationMember(db: Executor, userId: number, orgId: OrgId): Promise<boolean> {
   const row = await orgScoped(db, orgId).selectFrom('organisation_members').select('org_id').where('user_id', '=', userId).executeTakeFirst();
   return row !== undefined;
 }
 
 /** One organisation assigned to the user, or undefined. */
-export function findMemberOrganisation(db: Executor, userId: number, orgId: number): Promise<OrganisationRow | undefined> {
+export function findMemberOrganisation(db: Executor, userId: number, orgId: OrgId): Promise<OrganisationRow | undefined> {
   return assignedOrganisations(db, userId).where('organisations.id', '=', orgId).executeTakeFirst();
 }
 
@@ -135,7 +135,8 @@ export function listMemberOrganisations(
   if (opts.q !== undefined) {
     query = query.where(sql<boolean>`organisations.domain ILIKE ${likeContains(opts.q)} ESCAPE '\\'`);
   }
-  if (opts.beforeId !== undefined) query = query.where('organisations.id', '<', opts.beforeId);
+  // a cursor's position, not an organisation to look up: any number orders
+  if (opts.beforeId !== undefined) query = query.where(sql<boolean>`organisations.id < ${opts.beforeId}`);
   return query.orderBy('organisations.id', 'desc').limit(opts.limit).execute();
 }
 

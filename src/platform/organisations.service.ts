@@ -17,12 +17,13 @@ import {
 import { domainKey } from './normalise.rules.ts';
 import { organisationToken, organisationTokenHash } from './registration.service.ts';
 import { organisationView } from './users.service.ts';
+import { asOrgId, type OrgId } from '../db/tenancy.ts';
 
 type OrganisationDetail = Schemas['OrganisationDetail'];
 type ReadDeps = Pick<Deps, 'db' | 'cipher' | 'organisations'>;
 
 /** The domain key of an organisation assigned to the user (a test delivery's sample URLs); undefined when it is not theirs. */
-export async function memberOrganisationDomainKey(db: Deps['db'], userId: number, orgId: number): Promise<string | undefined> {
+export async function memberOrganisationDomainKey(db: Deps['db'], userId: number, orgId: OrgId): Promise<string | undefined> {
   return (await findMemberOrganisation(db, userId, orgId))?.domain_key;
 }
 
@@ -34,8 +35,9 @@ export async function organisationDetailView(deps: ReadDeps, o: OrganisationRow)
 export async function getOrganisation(deps: ReadDeps, principal: Principal, rawOrgId: unknown): Promise<OrganisationDetail> {
   const orgId = typeof rawOrgId === 'string' && /^\d{1,16}$/.test(rawOrgId) ? Number(rawOrgId) : rawOrgId;
   if (typeof orgId !== 'number' || !Number.isSafeInteger(orgId) || orgId < 1) throw forbidden();
-  await requireOrganisation(deps.db, principal, orgId);
-  const row = await findMemberOrganisation(deps.db, principal.userId, orgId);
+  const org = asOrgId(orgId);
+  await requireOrganisation(deps.db, principal, org);
+  const row = await findMemberOrganisation(deps.db, principal.userId, org);
   if (!row) throw forbidden();
   return organisationDetailView(deps, row);
 }
@@ -65,13 +67,13 @@ export async function listOrganisations(
 export function updateOrganisationSettings(
   deps: ReadDeps,
   principal: Principal,
-  orgId: number,
+  orgId: OrgId,
   body: Schemas['OrganisationSettingsRequest'],
 ): Promise<OrganisationDetail> {
   return changeSettings(deps, principal, orgId, body, () => getOrganisation(deps, principal, orgId));
 }
 
-export function rotateIdentitySecret(deps: ReadDeps, principal: Principal, orgId: number): Promise<OrganisationDetail> {
+export function rotateIdentitySecret(deps: ReadDeps, principal: Principal, orgId: OrgId): Promise<OrganisationDetail> {
   return rotateSecret(deps, principal, orgId, () => getOrganisation(deps, principal, orgId));
 }
 
@@ -87,7 +89,7 @@ export async function readOrganisationToken(deps: Pick<Deps, 'db' | 'cipher'>, d
  * is by the indexed sha256 of the token; the stored hash is then compared
  * with the computed one in constant time.
  */
-export async function resolveOrgToken(db: Deps['db'], token: string): Promise<number | undefined> {
+export async function resolveOrgToken(db: Deps['db'], token: string): Promise<OrgId | undefined> {
   const hash = organisationTokenHash(token);
   const org = await findOrganisationByTokenHash(db, hash);
   if (!org || org.token_hash.length !== hash.length) return undefined;

@@ -23,7 +23,7 @@
 // the rest again through them (and through the persons it recorded).
 import type { Database } from '../db/database.ts';
 import type { PrivacyCounts } from '../db/schema.ts';
-import type { Tx } from '../db/tenancy.ts';
+import type { Tx, OrgId } from '../db/tenancy.ts';
 import {
   contactsOfPersons,
   deleteContactsOfPersons,
@@ -73,7 +73,7 @@ function chunks<T>(list: readonly T[], size: number): T[][] {
 export class Eraser {
   constructor(
     private readonly deps: EraserDeps,
-    private readonly orgId: number,
+    private readonly orgId: OrgId,
     private readonly step: Step,
     private readonly batch = ERASE_BATCH,
   ) {}

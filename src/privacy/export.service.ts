@@ -10,6 +10,7 @@ import type { Schemas } from '../http/types.ts';
 import { contactsOfPersons, type PersonVisitor, profilesOfPersons, visitorsOfPersons } from '../identity/person-records.service.ts';
 import { eventsOfVisitors, type VisitorEvent } from '../tracking/visitor-events.service.ts';
 import { deliveriesAbout, type PersonDelivery } from '../webhooks/erased-notices.service.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export type PrivacyExport = Schemas['PrivacyExport'];
 
@@ -68,7 +69,7 @@ function notificationView(d: PersonDelivery): Schemas['PrivacyExportNotification
 /** The document for the persons a subject resolved to (none: `found` false), and what it holds. */
 export async function buildExport(
   db: Database,
-  orgId: number,
+  orgId: OrgId,
   subjectType: SubjectType,
   persons: readonly number[],
   at: Date,

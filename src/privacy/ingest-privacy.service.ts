@@ -23,7 +23,7 @@
 //     carry are checked (exportable, answers cached for the batch): the
 //     events of a person with a suppressed contact (one still stored, e.g.
 //     after an export with `suppress`) are sent nowhere.
-import type { Executor } from '../db/tenancy.ts';
+import type { Executor, OrgId } from '../db/tenancy.ts';
 import type { IngestItem } from '../tracking/ingest.types.ts';
 import type { SubjectHasher } from './subject-hash.crypto.ts';
 import { suppressedAmong } from './suppression.repository.ts';
@@ -61,8 +61,8 @@ export class BatchPrivacy {
   static async screen(deps: PrivacyDeps, db: Executor, items: readonly IngestItem[]): Promise<{ items: IngestItem[]; privacy: BatchPrivacy }> {
     const known = new Map<string, boolean>();
     const privacy = new BatchPrivacy(deps, known);
-    const asked = new Map<number, Map<string, Buffer>>();
-    const ask = (orgId: number, hash: Buffer): string => {
+    const asked = new Map<OrgId, Map<string, Buffer>>();
+    const ask = (orgId: OrgId, hash: Buffer): string => {
       const k = `${orgId}:${hash.toString('hex')}`;
       if (!known.has(k)) {
         known.set(k, false);
@@ -102,7 +102,7 @@ export class BatchPrivacy {
    * Free for organisations without one; otherwise the contacts not yet asked
    * about in this batch are looked up together, in the batch's transaction.
    */
-  async exportable(db: Executor, orgId: number, policy: { suppressing: boolean }, contacts: readonly ContactLike[]): Promise<boolean> {
+  async exportable(db: Executor, orgId: OrgId, policy: { suppressing: boolean }, contacts: readonly ContactLike[]): Promise<boolean> {
     if (!policy.suppressing || contacts.length === 0) return true;
     const keys = contacts.map((c) => {
       const hash = this.deps.subjects.contact(orgId, c);

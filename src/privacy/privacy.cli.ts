@@ -16,12 +16,13 @@ import { claimAndRun } from './request-run.service.ts';
 import { PrivacyCommandError } from './command-error.cli.ts';
 import { SubjectHasher } from './subject-hash.crypto.ts';
 import { suppressionCheck } from './suppression.service.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export { PrivacyCommandError };
 
 export interface PrivacyCommand {
   type: 'erase' | 'export';
-  orgId: number;
+  orgId: OrgId;
   subject: Schemas['PrivacySubject'];
   suppress: boolean;
 }

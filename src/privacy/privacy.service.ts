@@ -16,6 +16,7 @@ import { sealSubject } from './request-run.service.ts';
 import { announceRequest, findRequest, insertRequest, listRequests, type RequestRow } from './requests.repository.ts';
 import { normaliseSubject, type Subject, type SubjectType } from './subject-hash.crypto.ts';
 import { addSuppression, listSuppressions, removeSuppression } from './suppression.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 type PrivacyDeps = Pick<Deps, 'db' | 'cipher' | 'subjects' | 'organisations'>;
 export type PrivacyRequestView = Schemas['PrivacyRequest'];
@@ -34,7 +35,7 @@ function notFound() {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** A request as stored, result included (the CLI's read: no principal to check). */
-export function findRequestRow(db: Database, orgId: number, id: number): Promise<RequestRow | undefined> {
+export function findRequestRow(db: Database, orgId: OrgId, id: number): Promise<RequestRow | undefined> {
   return findRequest(db, orgId, id, true);
 }
 
@@ -79,7 +80,7 @@ export function parseSubject(raw: Schemas['PrivacySubject']): Subject {
 export async function createRequest(
   deps: PrivacyDeps,
   requester: Requester,
-  orgId: number,
+  orgId: OrgId,
   body: { type: PrivacyRequestType; subject: Schemas['PrivacySubject']; suppress?: boolean },
 ): Promise<PrivacyRequestView> {
   if (requester.via === 'api') await requireOrganisation(deps.db, requester.principal, orgId);
@@ -115,7 +116,7 @@ export async function createRequest(
 }
 
 /** One request of the organisation; an export's result while it is kept. */
-export async function getRequest(deps: PrivacyDeps, principal: Principal, orgId: number, id: number): Promise<PrivacyRequestView> {
+export async function getRequest(deps: PrivacyDeps, principal: Principal, orgId: OrgId, id: number): Promise<PrivacyRequestView> {
   await requireOrganisation(deps.db, principal, orgId);
   const row = await findRequest(deps.db, orgId, id, true);
   if (!row) throw notFound();
@@ -126,7 +127,7 @@ export async function getRequest(deps: PrivacyDeps, principal: Principal, orgId:
 export async function listRequestPage(
   deps: PrivacyDeps,
   principal: Principal,
-  orgId: number,
+  orgId: OrgId,
   query: { cursor?: string; limit?: number },
 ): Promise<Schemas['PrivacyRequestList']> {
   await requireOrganisation(deps.db, principal, orgId);
@@ -142,7 +143,7 @@ export async function listRequestPage(
 export async function listSuppressionPage(
   deps: PrivacyDeps,
   principal: Principal,
-  orgId: number,
+  orgId: OrgId,
   query: { cursor?: string; limit?: number },
 ): Promise<Schemas['PrivacySuppressionList']> {
   await requireOrganisation(deps.db, principal, orgId);

@@ -15,6 +15,7 @@ import { addCounts, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.se
 import { buildExport, EXPORT_KEEP_MS } from './export.service.ts';
 import { advance, claimNext, type ClaimedRequest, type Fence, finishRequest, releaseClaim } from './requests.repository.ts';
 import type { Subject, SubjectHasher } from './subject-hash.crypto.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export const MAX_ATTEMPTS = 10;
 
@@ -46,7 +47,7 @@ function openSubject(cipher: Cipher, sealed: string): Subject {
 }
 
 /** The persons a subject names: none when it is unknown to the organisation. */
-export async function resolveSubject(db: Database, orgId: number, subject: Subject): Promise<number[]> {
+export async function resolveSubject(db: Database, orgId: OrgId, subject: Subject): Promise<number[]> {
   const person =
     subject.type === 'core_id'
       ? await personOfVisitor(db, orgId, subject.value)
@@ -152,7 +153,7 @@ async function runErase(deps: RunDeps, claim: ClaimedRequest, fence: Fence, subj
 }
 
 /** Claims request `id` unless another runner holds it, and runs it; undefined when it was held (the CLI's run). */
-export async function claimAndRun(deps: RunDeps, orgId: number, id: number, leaseMs: number): Promise<RunEnd | undefined> {
+export async function claimAndRun(deps: RunDeps, orgId: OrgId, id: number, leaseMs: number): Promise<RunEnd | undefined> {
   const claim = await claimNext(deps.db, orgId, new Date(), new Date(Date.now() + leaseMs), id);
   return claim ? runClaimed(deps, claim, { leaseMs }) : undefined;
 }

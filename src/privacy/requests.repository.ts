@@ -8,7 +8,7 @@ import { type Selectable, sql } from 'kysely';
 import { ALL_ORGANISATIONS } from '../db/database.ts';
 import { PRIVACY_CHANNEL } from '../db/notifications.ts';
 import type { PrivacyCounts, PrivacyRequestsTable, PrivacyRequestType, SubjectType } from '../db/schema.ts';
-import { type Executor, orgScoped, type Tx } from '../db/tenancy.ts';
+import { type Executor, orgScoped, type Tx, type OrgId } from '../db/tenancy.ts';
 
 export type RequestRow = Omit<Selectable<PrivacyRequestsTable>, 'subject_enc' | 'person_ids' | 'lease_until' | 'result'> & {
   result?: string | null;
@@ -34,7 +34,7 @@ const VIEW_COLUMNS = [
 ] as const;
 
 export interface NewRequest {
-  orgId: number;
+  orgId: OrgId;
   type: PrivacyRequestType;
   suppress: boolean;
   subjectType: SubjectType;
@@ -70,12 +70,12 @@ export async function insertRequest(tx: Tx, r: NewRequest): Promise<RequestRow> 
 }
 
 /** Wakes the runners (on commit). */
-export async function announceRequest(tx: Tx, orgId: number): Promise<void> {
+export async function announceRequest(tx: Tx, orgId: OrgId): Promise<void> {
   await sql`SELECT pg_notify(${PRIVACY_CHANNEL}, ${String(orgId)})`.execute(tx);
 }
 
 /** One request of the organisation, with an export's result when asked for. */
-export function findRequest(db: Executor, orgId: number, id: number, withResult = false): Promise<RequestRow | undefined> {
+export function findRequest(db: Executor, orgId: OrgId, id: number, withResult = false): Promise<RequestRow | undefined> {
   return orgScoped(db, orgId)
     .selectFrom('privacy_requests')
     .select(VIEW_COLUMNS)
@@ -85,15 +85,15 @@ export function findRequest(db: Executor, orgId: number, id: number, withResult 
 }
 
 /** The organisation's requests, newest first, before id `beforeId` when given. */
-export function listRequests(db: Executor, orgId: number, limit: number, beforeId?: number): Promise<RequestRow[]> {
+export function listRequests(db: Executor, orgId: OrgId, limit: number, beforeId?: number): Promise<RequestRow[]> {
   let q = orgScoped(db, orgId).selectFrom('privacy_requests').select(VIEW_COLUMNS);
   if (beforeId !== undefined) q = q.where('id', '<', beforeId);
   return q.orderBy('id', 'desc').limit(limit).execute();
 }
 
 /** Organisations with a request to run (queued, or running under an expired lease), oldest first. */
-export async function dueOrganisations(db: Executor, now: Date, limit: number): Promise<number[]> {
-  const { rows } = await sql<{ org_id: number }>`${sql.raw(ALL_ORGANISATIONS)}
+export async function dueOrganisations(db: Executor, now: Date, limit: number): Promise<OrgId[]> {
+  const { rows } = await sql<{ org_id: OrgId }>`${sql.raw(ALL_ORGANISATIONS)}
     SELECT org_id FROM privacy_requests
     WHERE status IN ('queued', 'running') AND (lease_until IS NULL OR lease_until <= ${now}::timestamptz)
     GROUP BY org_id ORDER BY min(id) LIMIT ${limit}::int
@@ -102,7 +102,7 @@ export async function dueOrganisations(db: Executor, now: Date, limit: number): 
 }
 
 export interface ClaimedRequest {
-  org_id: number;
+  org_id: OrgId;
   id: number;
   type: PrivacyRequestType;
   suppress: boolean;
@@ -120,7 +120,7 @@ export interface ClaimedRequest {
  * queued, or running under an expired lease (its runner died or stalled; the
  * work it committed stays done). One statement within one organisation.
  */
-export async function claimNext(db: Executor, orgId: number, now: Date, leaseUntil: Date, onlyId?: number): Promise<ClaimedRequest | undefined> {
+export async function claimNext(db: Executor, orgId: OrgId, now: Date, leaseUntil: Date, onlyId?: number): Promise<ClaimedRequest | undefined> {
   const only = onlyId === undefined ? sql`` : sql`AND x.id = ${onlyId}::bigint`;
   const { rows } = await sql<ClaimedRequest>`
     UPDATE privacy_requests r
@@ -140,7 +140,7 @@ export async function claimNext(db: Executor, orgId: number, now: Date, leaseUnt
 
 /** Which run of which request a write belongs to. */
 export interface Fence {
-  orgId: number;
+  orgId: OrgId;
   id: number;
   attempt: number;
 }
@@ -212,7 +212,7 @@ export async function finishRequest(db: Executor, fence: Fence, o: Outcome): Pro
 }
 
 /** Deletes the results of the organisation's exports about any of these subjects (an erasure of the person, at `at`); how many. */
-export async function dropExportResults(tx: Tx, orgId: number, hashes: readonly Buffer[], at: Date): Promise<number> {
+export async function dropExportResults(tx: Tx, orgId: OrgId, hashes: readonly Buffer[], at: Date): Promise<number> {
   if (hashes.length === 0) return 0;
   const r = await sql`
     UPDATE privacy_requests SET result = NULL, result_expires_at = ${at}::timestamptz
@@ -222,15 +222,15 @@ export async function dropExportResults(tx: Tx, orgId: number, hashes: readonly 
 }
 
 /** Organisations holding export results past their expiry. */
-export async function organisationsWithExpiredResults(db: Executor, now: Date, limit: number): Promise<number[]> {
-  const { rows } = await sql<{ org_id: number }>`${sql.raw(ALL_ORGANISATIONS)}
+export async function organisationsWithExpiredResults(db: Executor, now: Date, limit: number): Promise<OrgId[]> {
+  const { rows } = await sql<{ org_id: OrgId }>`${sql.raw(ALL_ORGANISATIONS)}
     SELECT DISTINCT org_id FROM privacy_requests WHERE result IS NOT NULL AND result_expires_at <= ${now}::timestamptz LIMIT ${limit}::int
   `.execute(db);
   return rows.map((r) => r.org_id);
 }
 
 /** Deletes the organisation's export results past their expiry (result_expires_at stays: when it went); how many. */
-export async function dropExpiredResults(db: Executor, orgId: number, now: Date): Promise<number> {
+export async function dropExpiredResults(db: Executor, orgId: OrgId, now: Date): Promise<number> {
   const r = await orgScoped(db, orgId)
     .updateTable('privacy_requests')
     .set({ result: null })

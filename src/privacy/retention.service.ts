@@ -12,6 +12,7 @@ import { personsSeenSince, visitorsNotSeenSince } from '../identity/person-recor
 import { organisationsWithRetention } from '../platform/organisation-settings.service.ts';
 import { addCounts, ERASE_BATCH, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.service.ts';
 import type { SubjectHasher } from './subject-hash.crypto.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface RetentionDeps {
   db: Database;
@@ -20,7 +21,7 @@ export interface RetentionDeps {
 
 export interface RetentionRun {
   /** what was erased, per organisation that had anything to erase */
-  erased: { orgId: number; counts: PrivacyCounts }[];
+  erased: { orgId: OrgId; counts: PrivacyCounts }[];
 }
 
 /** Erases, in every organisation with a retention, the visitors not seen for its number of days. */
@@ -40,7 +41,7 @@ export async function applyRetention(
 
 async function retainOrganisation(
   deps: RetentionDeps,
-  orgId: number,
+  orgId: OrgId,
   cutoff: Date,
   now: Date,
   batch: number,

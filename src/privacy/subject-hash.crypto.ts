@@ -14,6 +14,7 @@ import { createHmac } from 'node:crypto';
 import type { SubjectType } from '../db/schema.ts';
 import { type ContactType, normaliseEmail, normalisePhone } from '../identity/normalise.rules.ts';
 import type { Cipher } from '../platform/secrets.service.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export type { SubjectType };
 
@@ -52,17 +53,17 @@ export class SubjectHasher {
   }
 
   /** The hash of a subject whose value is already normalised (normaliseSubject). */
-  hash(orgId: number, subject: Subject): Buffer {
+  hash(orgId: OrgId, subject: Subject): Buffer {
     return createHmac('sha256', this.key).update(`${orgId}\u0000${subject.type}\u0000${subject.value}`, 'utf8').digest();
   }
 
   /** The hash of a contact as identify stores it (its value normalised): for the tracking path. */
-  contact(orgId: number, contact: { type: ContactType; value: string }): Buffer {
+  contact(orgId: OrgId, contact: { type: ContactType; value: string }): Buffer {
     return this.hash(orgId, { type: subjectTypeOf(contact.type), value: contact.value });
   }
 
   /** The hash of a visitor's core_id: for the tracking path. */
-  coreId(orgId: number, coreId: string): Buffer {
+  coreId(orgId: OrgId, coreId: string): Buffer {
     return this.hash(orgId, { type: 'core_id', value: coreId });
   }
 }

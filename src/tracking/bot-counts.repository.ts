@@ -4,7 +4,7 @@
 // parameters.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import { orgScoped } from '../db/tenancy.ts';
+import { orgScoped, type OrgId } from '../db/tenancy.ts';
 import type { BotReason } from './bots.rules.ts';
 
 export interface BotCountRow {
@@ -14,7 +14,7 @@ export interface BotCountRow {
 }
 
 /** Adds these counts to the organisation's rows (one statement). */
-export async function addBotCounts(db: Database, orgId: number, rows: readonly BotCountRow[]): Promise<void> {
+export async function addBotCounts(db: Database, orgId: OrgId, rows: readonly BotCountRow[]): Promise<void> {
   await db
     .insertInto('bot_requests')
     .values(rows.map((r) => ({ org_id: orgId, hour: r.hour, reason: r.reason, requests: r.requests })))
@@ -23,14 +23,14 @@ export async function addBotCounts(db: Database, orgId: number, rows: readonly B
 }
 
 /** Deletes the organisation's rows of hours before `before`. */
-export async function pruneBotCounts(db: Database, orgId: number, before: Date): Promise<void> {
+export async function pruneBotCounts(db: Database, orgId: OrgId, before: Date): Promise<void> {
   await orgScoped(db, orgId).deleteFrom('bot_requests').where('hour', '<', before).execute();
 }
 
 /** Requests kept out per reason: since `weekStart`, and of those since `dayStart` (hours at or after). */
 export async function botCountsSince(
   db: Database,
-  orgId: number,
+  orgId: OrgId,
   weekStart: Date,
   dayStart: Date,
 ): Promise<{ reason: BotReason; week: number; day: number }[]> {

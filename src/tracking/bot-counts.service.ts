@@ -14,6 +14,7 @@ import type { Logger } from '../log.ts';
 import { addBotCounts, type BotCountRow, pruneBotCounts } from './bot-counts.repository.ts';
 import { BOT_REASONS, type BotReason } from './bots.rules.ts';
 import type { Ingestor } from './ingest.service.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 const HOUR = 3_600_000;
 /** rows older than this are deleted (the stats read the last 168 hours) */
@@ -26,9 +27,9 @@ export interface BotTallyOptions {
 
 export class BotTally {
   /** org → `hour|reason` → requests not yet written */
-  private pending = new Map<number, Map<string, number>>();
+  private pending = new Map<OrgId, Map<string, number>>();
   /** org → the hour its old rows were last pruned in */
-  private readonly pruned = new Map<number, number>();
+  private readonly pruned = new Map<OrgId, number>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private readonly counter: client.Counter<'reason'>;
@@ -51,7 +52,7 @@ export class BotTally {
   }
 
   /** One request of this organisation kept out. */
-  count(orgId: number, reason: BotReason, at: Date): void {
+  count(orgId: OrgId, reason: BotReason, at: Date): void {
     this.counter.inc({ reason });
     this.hold(orgId, `${Math.floor(at.getTime() / HOUR) * HOUR}|${reason}`, 1);
   }
@@ -66,7 +67,7 @@ export class BotTally {
     return this.flushing;
   }
 
-  private async write(batch: Map<number, Map<string, number>>): Promise<void> {
+  private async write(batch: Map<OrgId, Map<string, number>>): Promise<void> {
     const hourNow = Math.floor(Date.now() / HOUR) * HOUR;
     for (const [orgId, counts] of batch) {
       const rows: BotCountRow[] = [...counts].map(([key, requests]) => {
@@ -88,7 +89,7 @@ export class BotTally {
   }
 
   /** keeps counts in memory until the next flush (which it schedules) */
-  private hold(orgId: number, key: string, n: number): void {
+  private hold(orgId: OrgId, key: string, n: number): void {
     let org = this.pending.get(orgId);
     if (!org) this.pending.set(orgId, (org = new Map()));
     org.set(key, (org.get(key) ?? 0) + n);

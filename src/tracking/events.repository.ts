@@ -3,10 +3,10 @@
 import { type RawBuilder, type Transaction, sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
-import { orgScoped } from '../db/tenancy.ts';
+import { orgScoped, type OrgId } from '../db/tenancy.ts';
 
 export interface NewEvent {
-  orgId: number;
+  orgId: OrgId;
   receivedAt: Date;
   name: string;
   coreId: string;
@@ -62,7 +62,7 @@ export async function insertEvents(tx: Transaction<DB>, rows: NewEvent[]): Promi
 }
 
 export interface EventQuery {
-  orgId: number;
+  orgId: OrgId;
   coreId?: string;
   name?: string;
   /** [received_at ISO, id] of the last item of the previous page */

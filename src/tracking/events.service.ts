@@ -5,11 +5,12 @@ import { cursorNumber, cursorTime, decodeCursor, pageLimit, toPage } from '../ht
 import type { Principal, Schemas } from '../http/types.ts';
 import { requireOrganisation } from '../platform/access.service.ts';
 import { listEvents } from './events.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export async function eventPage(
   deps: Pick<Deps, 'db'>,
   principal: Principal,
-  orgId: number,
+  orgId: OrgId,
   q: { limit?: number; cursor?: string; core_id?: string; name?: Schemas['EventName'] },
 ): Promise<Schemas['TrackedEventList']> {
   await requireOrganisation(deps.db, principal, orgId);

@@ -3,6 +3,7 @@ import type { Location } from '../db/schema.ts';
 import type { IdentifyClaim } from '../identity/verification.rules.ts';
 import type { TrackedEventName } from '../webhooks/payloads/event-exported.payload.ts';
 import type { BotReason } from './bots.rules.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 /** The parts of the organisation's policy (src/platform/organisation-directory.service.ts) the batch applies. */
 export interface IngestPolicy {
@@ -16,7 +17,7 @@ export interface IngestPolicy {
 }
 
 interface VisitorContext {
-  orgId: number;
+  orgId: OrgId;
   roamingId: string;
   coreId: string;
   receivedAt: Date;

@@ -20,6 +20,7 @@ import type { Database } from '../db/database.ts';
 import { EVENTS_RECORDED, visitorTouches } from '../identity/stitching.service.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
 import { insertPlainBatch } from './plain-batch.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 /**
  * Whether the batch is plain (see above); `exportsEvents` answers for each
@@ -27,7 +28,7 @@ import { insertPlainBatch } from './plain-batch.repository.ts';
  * its corex_id already dropped: src/privacy/ingest-privacy.service.ts) is
  * never recorded by identity nor exported, whatever its kind.
  */
-export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId: number) => boolean): items is EventItem[] {
+export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId: OrgId) => boolean): items is EventItem[] {
   return items.every(
     (it) => it.kind === 'event' && it.corexId === null && (it.gpc === true || (!EVENTS_RECORDED.has(it.name) && !exportsEvents(it.orgId))),
   );

@@ -4,7 +4,7 @@
 // only the monthly partitions of the window are read.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import { orgScoped } from '../db/tenancy.ts';
+import { orgScoped, type OrgId } from '../db/tenancy.ts';
 
 export interface HourBucket {
   hour: Date;
@@ -18,7 +18,7 @@ export interface HourBucket {
  * Events per UTC hour from `since` to `until`, for buckets that have any;
  * `recent` counts the ones at or after `recentSince` (the short window).
  */
-export async function eventsPerHour(db: Database, orgId: number, since: Date, recentSince: Date, until: Date): Promise<HourBucket[]> {
+export async function eventsPerHour(db: Database, orgId: OrgId, since: Date, recentSince: Date, until: Date): Promise<HourBucket[]> {
   const rows = await orgScoped(db, orgId)
     .selectFrom('events')
     .select([

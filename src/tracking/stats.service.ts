@@ -8,6 +8,7 @@ import { requireOrganisation } from '../platform/access.service.ts';
 import { visitorActivity } from '../identity/visitors.service.ts';
 import { eventsPerHour } from './stats.repository.ts';
 import { botCountsSince } from './bot-counts.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -15,7 +16,7 @@ const DAY = 24 * HOUR;
 export async function organisationStats(
   deps: Pick<Deps, 'db'>,
   principal: Principal,
-  orgId: number,
+  orgId: OrgId,
   now = new Date(),
 ): Promise<Schemas['OrganisationStats']> {
   await requireOrganisation(deps.db, principal, orgId);

@@ -30,6 +30,7 @@ import type { IngestItem } from './ingest.types.ts';
 import { TRACKING_OPERATIONS, type TrackingAction, type TrackingOperation } from './operations.rules.ts';
 import { checkOrigin, originAllowed } from './origin.rules.ts';
 import { botReason } from './bots.rules.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 /** What the rules need of the HTTP request (as Koa's ctx.ip / ctx.get() give it). */
 export interface TrackingClient {
@@ -47,7 +48,7 @@ export interface TrackingClient {
 
 /** The path parameters of the tracking operations (each operation's generated PathOf fits it). */
 export interface TrackingIds {
-  org_id: number;
+  org_id: OrgId;
   roaming_id: string;
   core_id: string;
   /** the events' (the literal `null` means none) */

@@ -5,7 +5,7 @@
 // organisation and reaches the events through events_visitor
 // (org_id, core_id, received_at, id) in every partition.
 import { sql } from 'kysely';
-import type { Executor, Tx } from '../db/tenancy.ts';
+import type { Executor, Tx, OrgId } from '../db/tenancy.ts';
 
 export interface VisitorEvent {
   id: number;
@@ -20,7 +20,7 @@ export interface VisitorEvent {
 /** The visitors' events, oldest first, after (received_at, id) `after` when given. */
 export async function eventsOfVisitors(
   db: Executor,
-  orgId: number,
+  orgId: OrgId,
   coreIds: readonly string[],
   after: [Date, number] | undefined,
   limit: number,
@@ -45,7 +45,7 @@ export async function eventsOfVisitors(
  */
 export async function productSightingsOfVisitors(
   db: Executor,
-  orgId: number,
+  orgId: OrgId,
   coreIds: readonly string[],
 ): Promise<{ productId: number; url: string }[]> {
   if (coreIds.length === 0) return [];
@@ -66,7 +66,7 @@ export async function productSightingsOfVisitors(
 }
 
 /** Deletes up to `limit` events of the visitors (in every partition; all of them without a limit); how many. */
-export async function deleteEventsOfVisitors(tx: Tx, orgId: number, coreIds: readonly string[], limit?: number): Promise<number> {
+export async function deleteEventsOfVisitors(tx: Tx, orgId: OrgId, coreIds: readonly string[], limit?: number): Promise<number> {
   if (coreIds.length === 0) return 0;
   const r = await sql`
     DELETE FROM events e

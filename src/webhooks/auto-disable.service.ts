@@ -12,6 +12,7 @@ import { deactivateIntegration, findIntegration } from './integrations.repositor
 import { findDisableDue, markDisabled } from './endpoint-health.repository.ts';
 import { cancelPendingDeliveries } from './outbox.repository.ts';
 import { announceIntegrationChange } from './targets.service.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 /** 432000000 → "5 days", 90000 → "1.5 minutes". */
 export function longDuration(ms: number): string {
@@ -55,7 +56,7 @@ class NotDue extends Error {}
  */
 export async function disableFailingEndpoint(
   db: Database,
-  orgId: number,
+  orgId: OrgId,
   integrationId: number,
   disableAfterMs: number,
 ): Promise<Disabled | undefined> {

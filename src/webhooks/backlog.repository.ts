@@ -3,11 +3,11 @@
 // at the bound that the outbox insert reads (outbox.repository.ts).
 import { sql } from 'kysely';
 import { ALL_ORGANISATIONS, type Database } from '../db/database.ts';
-import type { Executor, Tx } from '../db/tenancy.ts';
+import type { Executor, Tx, OrgId } from '../db/tenancy.ts';
 import { activeIntegrationKeys } from './integrations.repository.ts';
 
 export interface Backlog {
-  org_id: number;
+  org_id: OrgId;
   integration_id: number;
   /** pending deliveries, counted up to the bound */
   pending: number;

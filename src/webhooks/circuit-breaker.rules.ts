@@ -12,6 +12,7 @@
 // this file holds the pure parts: the options, what a batch of outcomes says
 // about each endpoint, and the API view of the state.
 import type { Schemas } from '../http/types.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface BreakerOptions {
   /** failed attempts in a row that pause an endpoint (default 5) */
@@ -29,7 +30,7 @@ export const DEFAULT_BREAKER: BreakerOptions = { threshold: 5, cooldownMs: 5_000
 
 /** One attempt's outcome, as the breaker sees it. */
 export interface AttemptOutcome {
-  orgId: number;
+  orgId: OrgId;
   integrationId: number;
   /** a 2xx */
   ok: boolean;
@@ -43,7 +44,7 @@ export interface AttemptOutcome {
 
 /** What one batch of outcomes says about one endpoint. */
 export interface EndpointOutcome {
-  orgId: number;
+  orgId: OrgId;
   integrationId: number;
   /** at least one attempt succeeded: the breaker closes, failures before it no longer count */
   ok: boolean;
@@ -94,7 +95,7 @@ export function summarise(attempts: AttemptOutcome[]): EndpointOutcome[] {
 
 /** A row of webhook_endpoint_health as the API needs it. */
 export interface HealthRow {
-  org_id: number;
+  org_id: OrgId;
   integration_id: number;
   consecutive_failures: number;
   failing_since: Date | null;

@@ -14,6 +14,7 @@
 //   (those holding nothing first), then faster endpoints first; the round's
 //   limit is shared between them, and one that is cut is claimed again at once.
 import type { Database } from '../db/database.ts';
+import type { OrgId } from '../db/tenancy.ts';
 import { type ClaimedDelivery, type DispatchSlot, SCAN_ORGANISATIONS, claimForOrganisation, dueOrganisations } from './claims.repository.ts';
 import type { FairShare } from './fair-share.rules.ts';
 
@@ -27,7 +28,7 @@ export interface RoundOptions {
   /** scan the database for organisations with due work */
   scan: boolean;
   /** organisations a NOTIFY named (the round takes them out, also between its statements) */
-  named: Set<number>;
+  named: Set<OrgId>;
 }
 
 export interface RoundResult {

@@ -7,9 +7,10 @@
 // overwrite the newer attempt.
 import { sql } from 'kysely';
 import { ALL_ORGANISATIONS, type Database, PREPARE } from '../db/database.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface ClaimedDelivery {
-  org_id: number;
+  org_id: OrgId;
   id: number;
   integration_id: number;
   kind: 'matched' | 'event';
@@ -48,7 +49,7 @@ export interface DispatchSlot {
 export interface Claim {
   rows: ClaimedDelivery[];
   /** integrations that had more due than this claim took from them (cut by a share or the limit) */
-  cut: { orgId: number; integrationId: number }[];
+  cut: { orgId: OrgId; integrationId: number }[];
 }
 
 export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the dispatcher that made this attempt stopped before finishing it (its lease expired)';
@@ -67,14 +68,8 @@ export const SCAN_ORGANISATIONS = 1000;
  * something became due without saying for whom: a NOTIFY of new deliveries
  * names their organisations, which are claimed directly (claimForOrganisation).
  */
-export async function dueOrganisations(
-  db: Database,
-  now: Date,
-  limit: number,
-  excluded: number[],
-  slot: DispatchSlot | undefined,
-): Promise<number[]> {
-  const { rows } = await sql<{ org_id: number }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
+export async function dueOrganisations(db: Database, now: Date, limit: number, excluded: OrgId[], slot: DispatchSlot | undefined): Promise<OrgId[]> {
+  const { rows } = await sql<{ org_id: OrgId }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
     SELECT d.org_id FROM deliveries d
     WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
       AND d.org_id % ${slot?.count ?? 1}::bigint = ${slot?.index ?? 0}::bigint
@@ -108,10 +103,10 @@ export async function dueOrganisations(
  * descent each, whatever the backlogs), then each due integration's oldest
  * deliveries are locked (SKIP LOCKED) up to its room, and cut to the limit.
  */
-export async function claimForOrganisation(db: Database, org: number, now: Date, opts: ClaimOptions): Promise<Claim> {
+export async function claimForOrganisation(db: Database, org: OrgId, now: Date, opts: ClaimOptions): Promise<Claim> {
   const margin = opts.leaseMarginMs;
   const ri = opts.integrationRooms;
-  const { rows } = await sql<ClaimedDelivery & { cut: [number, number][] | null }>`${sql.raw(PREPARE)}
+  const { rows } = await sql<ClaimedDelivery & { cut: [OrgId, number][] | null }>`${sql.raw(PREPARE)}
     WITH RECURSIVE
     queues AS (
       (SELECT d.org_id, d.integration_id, d.next_attempt_at FROM deliveries d
@@ -234,7 +229,7 @@ export async function claimForOrganisation(db: Database, org: number, now: Date,
  * statement of its own: Citus routes no INSERT … SELECT from a CTE, and the
  * rows all belong to one organisation (ON CONFLICT: recorded already).
  */
-async function recordLostAttempts(db: Database, org: number, claimed: ClaimedDelivery[], margin: number): Promise<void> {
+async function recordLostAttempts(db: Database, org: OrgId, claimed: ClaimedDelivery[], margin: number): Promise<void> {
   const lost = claimed.filter((c) => c.attempts_count > 1);
   if (lost.length === 0) return;
   await db
@@ -256,7 +251,7 @@ async function recordLostAttempts(db: Database, org: number, claimed: ClaimedDel
 }
 
 /** Gives claims back unsent (due at once, attempt number restored), e.g. for a saturated endpoint. */
-export async function releaseClaims(db: Database, claims: { orgId: number; id: number; n: number }[]): Promise<void> {
+export async function releaseClaims(db: Database, claims: { orgId: OrgId; id: number; n: number }[]): Promise<void> {
   if (claims.length === 0) return;
   await sql`
     UPDATE deliveries d

@@ -4,7 +4,7 @@ import { type Transaction, sql } from 'kysely';
 import type { DB, DeliveryKind, DeliveryStatus } from '../db/schema.ts';
 import { DELIVERIES_CHANNEL } from '../db/notifications.ts';
 import { notifyPayload } from './outbox.repository.ts';
-import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
+import { type Executor, memberOrganisations, orgScoped, type OrgId } from '../db/tenancy.ts';
 
 const DELIVERY_COLUMNS = [
   'deliveries.org_id',
@@ -22,7 +22,7 @@ const DELIVERY_COLUMNS = [
 ] as const;
 
 export interface DeliveryRow {
-  org_id: number;
+  org_id: OrgId;
   id: number;
   integration_id: number;
   kind: DeliveryKind;
@@ -49,7 +49,7 @@ export interface AttemptRow {
 /** Deliveries of the organisation, newest first, below `beforeId` when given. */
 export function listDeliveries(
   db: Executor,
-  orgId: number,
+  orgId: OrgId,
   opts: { status?: DeliveryStatus; integrationId?: number; beforeId?: number; limit: number },
 ): Promise<DeliveryRow[]> {
   let q = orgScoped(db, orgId).selectFrom('deliveries').select(DELIVERY_COLUMNS);
@@ -82,7 +82,7 @@ export async function findMemberDelivery(db: Executor, userId: number, id: numbe
 }
 
 /** Attempts of these deliveries of the organisation, in the order they were made. */
-export function attemptsOf(db: Executor, orgId: number, deliveryIds: number[]): Promise<AttemptRow[]> {
+export function attemptsOf(db: Executor, orgId: OrgId, deliveryIds: number[]): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return Promise.resolve([]);
   return orgScoped(db, orgId)
     .selectFrom('delivery_attempts')
@@ -98,7 +98,7 @@ export function attemptsOf(db: Executor, orgId: number, deliveryIds: number[]): 
  * retry schedule (attempt numbers keep counting), and wakes the dispatchers
  * once the transaction commits.
  */
-export async function requeueDelivery(tx: Transaction<DB>, orgId: number, id: number): Promise<DeliveryRow | undefined> {
+export async function requeueDelivery(tx: Transaction<DB>, orgId: OrgId, id: number): Promise<DeliveryRow | undefined> {
   const row = await orgScoped(tx, orgId)
     .updateTable('deliveries')
     .set((eb) => ({

@@ -16,6 +16,7 @@ import {
   requeueDelivery,
 } from './deliveries.repository.ts';
 import { integrationIsLive } from './integrations.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export type Delivery = Schemas['Delivery'];
 
@@ -51,7 +52,7 @@ function toDelivery(row: DeliveryRow, attempts: AttemptRow[]): Delivery {
   };
 }
 
-async function withAttempts(deps: Pick<Deps, 'db'>, orgId: number, rows: DeliveryRow[]): Promise<Delivery[]> {
+async function withAttempts(deps: Pick<Deps, 'db'>, orgId: OrgId, rows: DeliveryRow[]): Promise<Delivery[]> {
   const attempts = await attemptsOf(
     deps.db,
     orgId,
@@ -73,12 +74,7 @@ export interface ListQuery {
   limit?: number;
 }
 
-export async function listDeliveries(
-  deps: Pick<Deps, 'db'>,
-  principal: Principal,
-  orgId: number,
-  query: ListQuery,
-): Promise<Schemas['DeliveryList']> {
+export async function listDeliveries(deps: Pick<Deps, 'db'>, principal: Principal, orgId: OrgId, query: ListQuery): Promise<Schemas['DeliveryList']> {
   await requireOrganisation(deps.db, principal, orgId);
   const limit = pageLimit(query.limit);
   const filters = { list: 'deliveries', org_id: orgId, status: query.status ?? null, integration_id: query.integration_id ?? null };

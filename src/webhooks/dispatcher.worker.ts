@@ -26,6 +26,7 @@ import { decide } from './retry.rules.ts';
 import { type Sender, type SendResult, createSender } from './sender.client.ts';
 import { Signal } from './signal.rules.ts';
 import { deliveryHeaders, userAgent } from './signing.crypto.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface DispatcherOptions {
   /** most deliveries claimed by one statement (for one organisation) */
@@ -69,7 +70,7 @@ export class Dispatcher {
   private readonly shareSource = () => this.share.snapshot();
   private readonly abort = new AbortController();
   /** organisations a NOTIFY named since the last claim round */
-  private readonly named = new Set<number>();
+  private readonly named = new Set<OrgId>();
   /** the next round scans the database for due work (claim-round.service.ts says when) */
   private scanWanted = true;
   private stopping = false;
@@ -332,7 +333,7 @@ export class Dispatcher {
   }
 
   /** What an outcome write changed in endpoints' circuit breakers. */
-  private healthChanged(changes: HealthChange[], resumed: { org_id: number; integration_id: number }[]): void {
+  private healthChanged(changes: HealthChange[], resumed: { org_id: OrgId; integration_id: number }[]): void {
     const now = Date.now();
     for (const r of resumed)
       this.deps.log.info({ orgId: r.org_id, integrationId: r.integration_id }, 'webhook endpoint resumed: its probe succeeded');

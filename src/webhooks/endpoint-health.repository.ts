@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
 import type { HealthRow } from './circuit-breaker.rules.ts';
-import { orgScoped, type Executor } from '../db/tenancy.ts';
+import { orgScoped, type Executor, type OrgId } from '../db/tenancy.ts';
 
 const HEALTH_COLUMNS = [
   'org_id',
@@ -22,7 +22,7 @@ const HEALTH_COLUMNS = [
 ] as const;
 
 /** The health rows of some integrations of one organisation (a missing one is healthy). */
-export async function readEndpointHealth(db: Executor, orgId: number, integrationIds: number[]): Promise<Map<number, HealthRow>> {
+export async function readEndpointHealth(db: Executor, orgId: OrgId, integrationIds: number[]): Promise<Map<number, HealthRow>> {
   if (integrationIds.length === 0) return new Map();
   const rows = await orgScoped(db, orgId)
     .selectFrom('webhook_endpoint_health')
@@ -33,12 +33,12 @@ export async function readEndpointHealth(db: Executor, orgId: number, integratio
 }
 
 /** Forgets an endpoint's failures, pause and disabling (re-activation, a new endpoint, deletion). */
-export async function clearEndpointHealth(tx: Transaction<DB>, orgId: number, integrationId: number): Promise<void> {
+export async function clearEndpointHealth(tx: Transaction<DB>, orgId: OrgId, integrationId: number): Promise<void> {
   await orgScoped(tx, orgId).deleteFrom('webhook_endpoint_health').where('integration_id', '=', integrationId).execute();
 }
 
 /** The endpoint's row if it has failed every attempt for at least `disableAfterMs` and is not disabled yet. */
-export function findDisableDue(tx: Transaction<DB>, orgId: number, integrationId: number, disableAfterMs: number) {
+export function findDisableDue(tx: Transaction<DB>, orgId: OrgId, integrationId: number, disableAfterMs: number) {
   return orgScoped(tx, orgId)
     .selectFrom('webhook_endpoint_health')
     .select(HEALTH_COLUMNS)
@@ -51,7 +51,7 @@ export function findDisableDue(tx: Transaction<DB>, orgId: number, integrationId
 /** Marks the endpoint disabled if it still is due (no success meanwhile); false otherwise. */
 export async function markDisabled(
   tx: Transaction<DB>,
-  orgId: number,
+  orgId: OrgId,
   integrationId: number,
   reason: string,
   disableAfterMs: number,

@@ -5,7 +5,7 @@
 // (delivered, failed, or cancelled with their integration): their stored
 // copy keeps no contact.
 import type { Database } from '../db/database.ts';
-import type { Tx } from '../db/tenancy.ts';
+import type { Tx, OrgId } from '../db/tenancy.ts';
 import { listActiveTargets } from './integrations.repository.ts';
 import { type ContactErased, contactErasedPayload, redactedErasedPayload } from './payloads/contact-erased.payload.ts';
 import { enqueueErasedNotices, organisationsWithUnredactedNotices, redactNotices, unredactedNotices } from './person-deliveries.repository.ts';
@@ -20,7 +20,7 @@ export { deleteDeliveriesAbout, deliveriesAbout, type PersonDelivery } from './p
  */
 export async function noticeErasedContacts(
   tx: Tx,
-  orgId: number,
+  orgId: OrgId,
   contacts: readonly { type: 'EMAIL' | 'PHONE'; value: string }[],
   at: Date,
 ): Promise<number> {
@@ -37,7 +37,7 @@ export async function noticeErasedContacts(
 const REDACT_BATCH = 500;
 
 /** Redacts the organisation's finished notices that still carry their contact; how many. */
-export async function redactFinishedNotices(db: Database, orgId: number): Promise<number> {
+export async function redactFinishedNotices(db: Database, orgId: OrgId): Promise<number> {
   let done = 0;
   for (;;) {
     const rows = await unredactedNotices(db, orgId, REDACT_BATCH);

@@ -29,6 +29,7 @@
 import type { ClaimedDelivery } from './claims.repository.ts';
 import { type Job, type Lane, average, laneCapacity, laneLimit, newLane, oldestAge } from './lanes.rules.ts';
 import { maxMinShares } from './max-min.rules.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export type { Job, Lane } from './lanes.rules.ts';
 
@@ -62,7 +63,7 @@ const IDLE_MS = 600_000;
 const MAX_REMEMBERED = 100_000;
 
 interface Org {
-  id: number;
+  id: OrgId;
   held: number;
   reserveHeld: number;
   running: Set<Job>;
@@ -102,8 +103,8 @@ export interface ShareSnapshot {
 
 export class FairShare {
   private readonly lanes = new Map<number, Lane>();
-  private readonly orgs = new Map<number, Org>();
-  private shares = new Map<number, number>();
+  private readonly orgs = new Map<OrgId, Org>();
+  private shares = new Map<OrgId, number>();
   private level: number;
   private heldTotal = 0;
   private reserveHeld = 0;
@@ -132,7 +133,7 @@ export class FairShare {
   }
 
   /** Organisations known to have due work here (a NOTIFY, a scan, a claim that was cut). */
-  due(orgIds: Iterable<number>): void {
+  due(orgIds: Iterable<OrgId>): void {
     const now = Date.now();
     for (const id of orgIds) {
       const org = this.org(id, now);
@@ -147,7 +148,7 @@ export class FairShare {
    */
   refresh(): void {
     const now = Date.now();
-    const wanting: { id: number; want: number }[] = [];
+    const wanting: { id: OrgId; want: number }[] = [];
     for (const org of this.orgs.values()) {
       const more = wantsMore(org);
       if (org.held > 0 || more) {
@@ -164,7 +165,7 @@ export class FairShare {
   }
 
   /** What the organisation may claim now (from its fair share of the pool, else one slot of the reserve). */
-  roomFor(orgId: number): Room {
+  roomFor(orgId: OrgId): Room {
     const org = this.orgs.get(orgId);
     const held = org?.held ?? 0;
     const share = this.shares.get(orgId) ?? 0;
@@ -175,7 +176,7 @@ export class FairShare {
   }
 
   /** Organisations with more due that could take some now, fewest held relative to their share first, fast before slow. */
-  wanting(): number[] {
+  wanting(): OrgId[] {
     const list = [...this.orgs.values()].filter((o) => this.claimable(o));
     const key = (o: Org) => o.held / Math.max(1, this.shares.get(o.id) ?? 0);
     list.sort((a, b) => key(a) - key(b) || (a.ewmaMs ?? 0) - (b.ewmaMs ?? 0) || a.id - b.id);
@@ -183,7 +184,7 @@ export class FairShare {
   }
 
   /** Organisations that could not take a delivery now (a scan passes them by). */
-  withoutRoom(): number[] {
+  withoutRoom(): OrgId[] {
     return [...this.orgs.keys()].filter((id) => this.roomFor(id).room === 0);
   }
 
@@ -199,7 +200,7 @@ export class FairShare {
    * got less than it asked, every integration it could take from gave all
    * it had due, except those cut.
    */
-  claimed(orgId: number, asked: number, got: number, cut: number[], rooms: { id: number; room: number }[]): void {
+  claimed(orgId: OrgId, asked: number, got: number, cut: number[], rooms: { id: number; room: number }[]): void {
     const org = this.orgs.get(orgId);
     if (!org) return;
     const closed = new Set(rooms.filter((r) => r.room <= 0).map((r) => r.id));
@@ -209,7 +210,7 @@ export class FairShare {
   }
 
   /** Rooms of the organisation's integrations that differ from perIntegration (for the claim). */
-  integrationRooms(orgId: number): { id: number; room: number }[] {
+  integrationRooms(orgId: OrgId): { id: number; room: number }[] {
     const rooms: { id: number; room: number }[] = [];
     const now = Date.now();
     for (const lane of this.lanes.values()) {
@@ -356,7 +357,7 @@ export class FairShare {
     return (org.ewmaMs ?? 0) > this.opts.slowMs || oldestAge(org.running) > this.opts.slowMs;
   }
 
-  private org(id: number, now: number): Org {
+  private org(id: OrgId, now: number): Org {
     let org = this.orgs.get(id);
     if (!org) {
       org = { id, held: 0, reserveHeld: 0, running: new Set(), lanes: new Set(), more: false, ewmaMs: undefined, usedAt: now };

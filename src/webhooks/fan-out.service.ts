@@ -8,7 +8,7 @@
 // deliver builds one payload per notification (webhooks/payloads/*) and
 // enqueues them for every integration that receives it. It reads nothing of
 // identity and calls nothing back.
-import type { Tx } from '../db/tenancy.ts';
+import type { Tx, OrgId } from '../db/tenancy.ts';
 import { enqueueDeliveries, type NewDelivery } from './outbox.repository.ts';
 import { contactMatchedPayload, type VisitorIds } from './payloads/contact-matched.payload.ts';
 import { eventExportedPayload, type TrackedEventName } from './payloads/event-exported.payload.ts';
@@ -23,7 +23,7 @@ export interface ContactRef {
 export interface EventToExport {
   kind: 'event';
   item: VisitorIds & {
-    orgId: number;
+    orgId: OrgId;
     receivedAt: Date;
     name: TrackedEventName;
     body: Record<string, unknown>;
@@ -36,7 +36,7 @@ export interface EventToExport {
 /** A contact match: the identify, its visitor, the contacts newly linked, the person's recent activity. */
 export interface ContactMatch {
   kind: 'matched';
-  item: { orgId: number; receivedAt: Date };
+  item: { orgId: OrgId; receivedAt: Date };
   visitor: VisitorIds;
   linked: readonly (ContactRef & { verified: boolean })[];
   recent: { last_view: string[]; last_addtocart: string | null };
@@ -44,19 +44,19 @@ export interface ContactMatch {
 
 export class FanOut {
   /** organisations with an integration that exports events */
-  readonly exportsEvents: ReadonlySet<number>;
+  readonly exportsEvents: ReadonlySet<OrgId>;
   /** organisations with an integration notified of contact matches */
-  readonly notifiesContacts: ReadonlySet<number>;
+  readonly notifiesContacts: ReadonlySet<OrgId>;
 
-  private constructor(private readonly targets: Map<number, Target[]>) {
+  private constructor(private readonly targets: Map<OrgId, Target[]>) {
     const orgs = [...targets.keys()];
     this.exportsEvents = new Set(orgs.filter((o) => this.targetsOf(o).some((t) => t.doEvents)));
     this.notifiesContacts = new Set(orgs.filter((o) => this.targetsOf(o).some((t) => t.doContacts)));
   }
 
   /** The fan-out for a batch touching these organisations (their targets read once). */
-  static async forOrganisations(cache: TargetCache, orgIds: Iterable<number>): Promise<FanOut> {
-    const targets = new Map<number, Target[]>();
+  static async forOrganisations(cache: TargetCache, orgIds: Iterable<OrgId>): Promise<FanOut> {
+    const targets = new Map<OrgId, Target[]>();
     for (const orgId of new Set(orgIds)) targets.set(orgId, await cache.forOrg(orgId));
     return new FanOut(targets);
   }
@@ -122,7 +122,7 @@ export class FanOut {
     }
   }
 
-  private targetsOf(orgId: number): Target[] {
+  private targetsOf(orgId: OrgId): Target[] {
     return this.targets.get(orgId) ?? [];
   }
 }

@@ -14,6 +14,7 @@ import { defaultAllowedDomains, urlHost } from '../identity/url-policy.rules.ts'
 import { type ContactMatched, contactMatchedPayload } from './payloads/contact-matched.payload.ts';
 import { type Sender, createSender } from './sender.client.ts';
 import { deliveryHeaders, userAgent } from './signing.crypto.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface IntegrationTester {
   test(principal: Principal, integrationId: number): Promise<Schemas['IntegrationTestResult']>;
@@ -30,7 +31,7 @@ export const TEST_HEADER = 'trackway-test';
  * organisation, marked `test: true`, with product URLs on the organisation's
  * own domain (its domain_key; left out when that is not a host name).
  */
-export function sampleContactMatch(orgId: number, domainKey: string, at = new Date()): string {
+export function sampleContactMatch(orgId: OrgId, domainKey: string, at = new Date()): string {
   const host = defaultAllowedDomains(domainKey)[0] ?? domainKey;
   const product = `https://${host}/products/sample-product`;
   const valid = urlHost(product) !== null;

@@ -3,7 +3,7 @@
 import type { Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { DB, IntegrationsTable } from '../db/schema.ts';
-import { type Executor, memberOrganisations, orgScoped } from '../db/tenancy.ts';
+import { type Executor, memberOrganisations, orgScoped, type OrgId } from '../db/tenancy.ts';
 
 export const INTEGRATION_COLUMNS = [
   'id',
@@ -50,14 +50,14 @@ function columns(f: IntegrationFields) {
 }
 
 /** The live (not deleted) integrations of one organisation. */
-function liveIntegrations(db: Executor, orgId: number) {
+function liveIntegrations(db: Executor, orgId: OrgId) {
   return orgScoped(db, orgId).selectFrom('integrations').where('deleted_at', 'is', null);
 }
 
 /** Inserts an integration and its row in integration_owners (the id-only lookup), in the caller's transaction. */
 export async function insertIntegration(
   tx: Transaction<DB>,
-  orgId: number,
+  orgId: OrgId,
   fields: IntegrationFields,
   signingSecretEnc: string,
 ): Promise<IntegrationRow> {
@@ -76,7 +76,7 @@ export async function insertIntegration(
  * to the user: both reference tables, so the tenant query that follows names
  * one organisation (one shard under Citus).
  */
-export async function memberIntegrationOrg(db: Executor, userId: number, id: number): Promise<number | undefined> {
+export async function memberIntegrationOrg(db: Executor, userId: number, id: number): Promise<OrgId | undefined> {
   const row = await db
     .selectFrom('integration_owners as o')
     .select('o.org_id')
@@ -87,7 +87,7 @@ export async function memberIntegrationOrg(db: Executor, userId: number, id: num
 }
 
 /** A live integration of the organisation, locked for update inside a transaction when asked. */
-export function findIntegration(db: Executor, orgId: number, id: number, opts: { lock?: boolean } = {}) {
+export function findIntegration(db: Executor, orgId: OrgId, id: number, opts: { lock?: boolean } = {}) {
   let q = liveIntegrations(db, orgId).select(INTEGRATION_COLUMNS).where('id', '=', id);
   if (opts.lock) q = q.forUpdate();
   return q.executeTakeFirst() as Promise<IntegrationRow | undefined>;
@@ -104,7 +104,7 @@ export async function findMemberIntegration(
   return orgId === undefined ? undefined : findIntegration(db, orgId, id, opts);
 }
 
-export function replaceIntegration(tx: Transaction<DB>, orgId: number, id: number, fields: IntegrationFields): Promise<IntegrationRow | undefined> {
+export function replaceIntegration(tx: Transaction<DB>, orgId: OrgId, id: number, fields: IntegrationFields): Promise<IntegrationRow | undefined> {
   return orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ ...columns(fields), modified_at: sql<Date>`now()` })
@@ -115,7 +115,7 @@ export function replaceIntegration(tx: Transaction<DB>, orgId: number, id: numbe
 }
 
 /** Soft delete; false when there was no live integration to delete. */
-export async function deleteIntegration(tx: Transaction<DB>, orgId: number, id: number): Promise<boolean> {
+export async function deleteIntegration(tx: Transaction<DB>, orgId: OrgId, id: number): Promise<boolean> {
   const r = await orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ deleted_at: sql<Date>`now()`, active: false, modified_at: sql<Date>`now()` })
@@ -126,14 +126,14 @@ export async function deleteIntegration(tx: Transaction<DB>, orgId: number, id: 
 }
 
 /** Live integrations of the organisation, oldest first, after `afterId` when given. */
-export function listIntegrations(db: Executor, orgId: number, opts: { afterId?: number; limit: number }) {
+export function listIntegrations(db: Executor, orgId: OrgId, opts: { afterId?: number; limit: number }) {
   let q = liveIntegrations(db, orgId).select(INTEGRATION_COLUMNS);
   if (opts.afterId !== undefined) q = q.where('id', '>', opts.afterId);
   return q.orderBy('id', 'asc').limit(opts.limit).execute() as Promise<IntegrationRow[]>;
 }
 
 /** Deactivates a live, active integration (Trackway disabling a failing endpoint); false when it was not active. */
-export async function deactivateIntegration(tx: Transaction<DB>, orgId: number, id: number): Promise<boolean> {
+export async function deactivateIntegration(tx: Transaction<DB>, orgId: OrgId, id: number): Promise<boolean> {
   const r = await orgScoped(tx, orgId)
     .updateTable('integrations')
     .set({ active: false, modified_at: sql<Date>`now()` })
@@ -148,12 +148,12 @@ export async function deactivateIntegration(tx: Transaction<DB>, orgId: number, 
 // area queries the table itself.
 
 /** The active integrations of an organisation that receive notifications (webhooks' target cache). */
-export function listActiveTargets(db: Executor, orgId: number) {
+export function listActiveTargets(db: Executor, orgId: OrgId) {
   return liveIntegrations(db, orgId).select(['id', 'do_events', 'do_contacts']).where('active', '=', true).orderBy('id').execute();
 }
 
 /** Whether the integration is active and not deleted. */
-export async function integrationIsLive(db: Executor, orgId: number, integrationId: number): Promise<boolean> {
+export async function integrationIsLive(db: Executor, orgId: OrgId, integrationId: number): Promise<boolean> {
   const row = await liveIntegrations(db, orgId).select('id').where('id', '=', integrationId).where('active', '=', true).executeTakeFirst();
   return row !== undefined;
 }

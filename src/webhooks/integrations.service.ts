@@ -4,7 +4,7 @@
 // one transaction with the outbox (cancel pending deliveries) and the change
 // announcement, and the local targets cache is invalidated after commit.
 import { randomBytes } from 'node:crypto';
-import type { Executor } from '../db/tenancy.ts';
+import { asOrgId, type Executor, type OrgId } from '../db/tenancy.ts';
 import type { Deps } from '../deps.ts';
 import { platformError } from '../http/errors.ts';
 import { cursorNumber, decodeCursor, pageLimit, toPage, type Page } from '../http/pagination.ts';
@@ -111,7 +111,7 @@ export function integrationView(cipher: Cipher, row: IntegrationRow, health: Int
 }
 
 /** Integrations as answered: each with its endpoint's health (one keyed read for all of them). */
-async function withHealth(deps: IntegrationDeps, orgId: number, rows: IntegrationRow[], db: Executor = deps.db): Promise<Integration[]> {
+async function withHealth(deps: IntegrationDeps, orgId: OrgId, rows: IntegrationRow[], db: Executor = deps.db): Promise<Integration[]> {
   const health = await readEndpointHealth(
     db,
     orgId,
@@ -125,9 +125,10 @@ function resetsHealth(before: IntegrationRow, after: IntegrationRow): boolean {
   return (after.active && !before.active) || after.endpoint !== before.endpoint;
 }
 
-async function requireOrg(deps: IntegrationDeps, principal: Principal, rawOrgId: unknown): Promise<number> {
-  const orgId = asId(rawOrgId);
-  if (orgId === undefined) throw forbidden();
+async function requireOrg(deps: IntegrationDeps, principal: Principal, rawOrgId: unknown): Promise<OrgId> {
+  const id = asId(rawOrgId);
+  if (id === undefined) throw forbidden();
+  const orgId = asOrgId(id);
   await requireOrganisation(deps.db, principal, orgId);
   return orgId;
 }

@@ -6,6 +6,7 @@
 // holds one slot, not eight. A fast one may hold enough beyond its requests
 // in flight to keep them busy for about `queueMs`.
 import type { ClaimedDelivery } from './claims.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export interface LaneOptions {
   perIntegration: number;
@@ -27,7 +28,7 @@ export interface Job {
 
 export interface Lane {
   integrationId: number;
-  orgId: number;
+  orgId: OrgId;
   active: number;
   /** started jobs whose attempt has not ended */
   running: Set<Job>;
@@ -41,7 +42,7 @@ export interface Lane {
   usedAt: number;
 }
 
-export function newLane(integrationId: number, orgId: number): Lane {
+export function newLane(integrationId: number, orgId: OrgId): Lane {
   return { integrationId, orgId, active: 0, running: new Set(), queue: [], held: 0, full: false, more: false, ewmaMs: undefined, usedAt: 0 };
 }
 

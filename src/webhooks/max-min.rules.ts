@@ -3,15 +3,15 @@
 // equally between the others, never more than `cap` each. Integer parts; the
 // remainder of a division goes to the organisations that want the most.
 
-export interface MaxMin {
-  shares: Map<number, number>;
+export interface MaxMin<Id = number> {
+  shares: Map<Id, number>;
   /** what an organisation wanting more than an equal part gets (the "water level") */
   level: number;
 }
 
-export function maxMinShares(wanting: { id: number; want: number }[], total: number, cap: number): MaxMin {
+export function maxMinShares<Id>(wanting: { id: Id; want: number }[], total: number, cap: number): MaxMin<Id> {
   const sorted = [...wanting].sort((a, b) => a.want - b.want);
-  const shares = new Map<number, number>();
+  const shares = new Map<Id, number>();
   let left = total;
   let level = Math.min(cap, total);
   for (let i = 0; i < sorted.length; i++) {

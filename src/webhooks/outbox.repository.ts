@@ -9,7 +9,7 @@ import { type Transaction, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import { DELIVERIES_CHANNEL } from '../db/notifications.ts';
 import type { DB } from '../db/schema.ts';
-import { orgScoped } from '../db/tenancy.ts';
+import { orgScoped, type OrgId, parseOrgId } from '../db/tenancy.ts';
 
 /** a NOTIFY names at most this many organisations (beyond, it names none: "scan for due work") */
 const MAX_NAMED = 100;
@@ -20,21 +20,21 @@ const MAX_NAMED = 100;
  * them at once without scanning every organisation's backlog; empty means
  * "something is due, look".
  */
-export function notifyPayload(orgIds: Iterable<number>): string {
+export function notifyPayload(orgIds: Iterable<OrgId>): string {
   const ids = [...new Set(orgIds)];
   return ids.length > MAX_NAMED ? '' : ids.join(',');
 }
 
 /** The organisations a NOTIFY payload names (none: scan). */
-export function parseNotifiedOrganisations(payload: string): number[] {
+export function parseNotifiedOrganisations(payload: string): OrgId[] {
   if (payload === '') return [];
-  const ids = payload.split(',').map(Number);
-  return ids.every((id) => Number.isSafeInteger(id) && id > 0) ? ids : [];
+  const ids = payload.split(',').map(parseOrgId);
+  return ids.every((id) => id !== undefined) ? ids : [];
 }
 export const BACKLOG_ERROR = 'backlog limit reached';
 
 export interface NewDelivery {
-  orgId: number;
+  orgId: OrgId;
   integrationId: number;
   kind: 'matched' | 'event';
   /** the exact JSON body that will be posted (and signed) */
@@ -61,7 +61,7 @@ export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]
 }
 
 /** Deactivating or deleting an integration stops what it has not yet delivered. */
-export async function cancelPendingDeliveries(tx: Transaction<DB>, orgId: number, integrationId: number): Promise<number> {
+export async function cancelPendingDeliveries(tx: Transaction<DB>, orgId: OrgId, integrationId: number): Promise<number> {
   const r = await orgScoped(tx, orgId)
     .updateTable('deliveries')
     .set({ status: 'cancelled', next_attempt_at: null, last_error: 'integration deactivated or deleted' })

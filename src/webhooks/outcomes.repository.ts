@@ -7,11 +7,12 @@
 import { sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
 import type { BreakerOptions, EndpointOutcome } from './circuit-breaker.rules.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export type CompletionOutcome = 'delivered' | 'retry' | 'failed' | 'interrupted';
 
 export interface Completion {
-  orgId: number;
+  orgId: OrgId;
   id: number;
   /** the attempt number the claim gave */
   n: number;
@@ -35,7 +36,7 @@ export interface Applied {
 
 /** An endpoint whose breaker row this write changed (and is still failing). */
 export interface HealthChange {
-  org_id: number;
+  org_id: OrgId;
   integration_id: number;
   consecutive_failures: number;
   /** > 0: the breaker is open (paused, or half-open once paused_until passed) */
@@ -52,7 +53,7 @@ export interface CompletionResult {
   applied: Applied[];
   health: HealthChange[];
   /** endpoints whose breaker this write closed (a success after it had opened) */
-  resumed: { org_id: number; integration_id: number }[];
+  resumed: { org_id: OrgId; integration_id: number }[];
 }
 
 export interface BreakerSettings extends BreakerOptions {
@@ -99,7 +100,7 @@ export async function completeAttempts(
 
 async function completeAttemptsIn(
   db: Database,
-  org: number,
+  org: OrgId,
   now: Date,
   batch: Completion[],
   endpoints: EndpointOutcome[],

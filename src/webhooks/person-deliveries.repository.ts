@@ -14,7 +14,7 @@
 import { sql } from 'kysely';
 import { ALL_ORGANISATIONS, PREPARE } from '../db/database.ts';
 import type { DeliveryKind, DeliveryStatus } from '../db/schema.ts';
-import type { Executor, Tx } from '../db/tenancy.ts';
+import type { Executor, Tx, OrgId } from '../db/tenancy.ts';
 import { DELIVERIES_CHANNEL } from '../db/notifications.ts';
 import { notifyPayload } from './outbox.repository.ts';
 
@@ -34,7 +34,7 @@ export interface PersonDelivery {
 /** The deliveries naming one of `contacts` (values as stored), oldest first, after id `afterId`: an export's notifications. */
 export async function deliveriesAbout(
   db: Executor,
-  orgId: number,
+  orgId: OrgId,
   contacts: readonly string[],
   afterId: number,
   limit: number,
@@ -57,7 +57,7 @@ export async function deliveriesAbout(
  * may echo the contact. The erasure's own notices are left alone. Returns how
  * many deliveries went.
  */
-export async function deleteDeliveriesAbout(tx: Tx, orgId: number, contacts: readonly string[], limit: number): Promise<number> {
+export async function deleteDeliveriesAbout(tx: Tx, orgId: OrgId, contacts: readonly string[], limit: number): Promise<number> {
   if (contacts.length === 0) return 0;
   const { rows } = await sql<{ id: number }>`
     DELETE FROM deliveries d
@@ -82,7 +82,7 @@ export async function deleteDeliveriesAbout(tx: Tx, orgId: number, contacts: rea
  * bound (WEBHOOK_MAX_BACKLOG): they are few, and the receiver must hear of
  * every erasure.
  */
-export async function enqueueErasedNotices(tx: Tx, orgId: number, rows: { integrationId: number; body: string }[]): Promise<void> {
+export async function enqueueErasedNotices(tx: Tx, orgId: OrgId, rows: { integrationId: number; body: string }[]): Promise<void> {
   if (rows.length === 0) return;
   await sql`
     INSERT INTO deliveries (org_id, integration_id, kind, body, status, next_attempt_at)
@@ -98,8 +98,8 @@ export async function enqueueErasedNotices(tx: Tx, orgId: number, rows: { integr
  * the redaction that spans organisations, on a partial index that is empty
  * but for the moments between a notice's end and its redaction.
  */
-export async function organisationsWithUnredactedNotices(db: Executor, limit: number): Promise<number[]> {
-  const { rows } = await sql<{ org_id: number }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
+export async function organisationsWithUnredactedNotices(db: Executor, limit: number): Promise<OrgId[]> {
+  const { rows } = await sql<{ org_id: OrgId }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
     SELECT DISTINCT d.org_id FROM deliveries d
     WHERE d.kind = 'erased' AND d.status <> 'pending' AND (d.body::jsonb) ? 'contact'
     LIMIT ${limit}::int
@@ -108,7 +108,7 @@ export async function organisationsWithUnredactedNotices(db: Executor, limit: nu
 }
 
 /** Up to `limit` finished erasure notices of the organisation that still carry their contact. */
-export async function unredactedNotices(db: Executor, orgId: number, limit: number): Promise<{ id: number; body: string }[]> {
+export async function unredactedNotices(db: Executor, orgId: OrgId, limit: number): Promise<{ id: number; body: string }[]> {
   const { rows } = await sql<{ id: number; body: string }>`
     SELECT d.id, d.body FROM deliveries d
     WHERE d.org_id = ${orgId}::bigint AND d.kind = 'erased' AND d.status <> 'pending' AND (d.body::jsonb) ? 'contact'
@@ -123,7 +123,7 @@ export async function unredactedNotices(db: Executor, orgId: number, limit: numb
  * finished: a retry may have requeued one) and drops the response excerpts
  * of their attempts (a receiver may echo the body). Returns how many.
  */
-export async function redactNotices(db: Executor, orgId: number, rows: { id: number; body: string }[]): Promise<number> {
+export async function redactNotices(db: Executor, orgId: OrgId, rows: { id: number; body: string }[]): Promise<number> {
   if (rows.length === 0) return 0;
   const { rows: done } = await sql<{ id: number }>`
     UPDATE deliveries d SET body = u.body

@@ -8,6 +8,7 @@ import type { Deps } from '../deps.ts';
 import { type BacklogMonitor, type BacklogOptions, startBacklogMonitor } from './backlog.worker.ts';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.worker.ts';
 import { INTEGRATIONS_CHANNEL, type Notifications, ORGANISATIONS_CHANNEL, startNotifications } from '../db/notifications.ts';
+import { parseOrgId } from '../db/tenancy.ts';
 
 /** where another process counts the backlog */
 const idleBacklogMonitor: BacklogMonitor = { check: () => Promise.resolve({ limited: [], maxPending: 0 }), stop() {} };
@@ -35,12 +36,12 @@ export async function startWebhookRuntime(
   if (!url) throw new Error('the database handle has no connection string');
   const notifications = startNotifications(url, deps.log);
   notifications.on(INTEGRATIONS_CHANNEL, (payload) => {
-    const orgId = Number(payload);
-    if (Number.isSafeInteger(orgId) && orgId > 0) deps.targets.invalidate(orgId);
+    const orgId = parseOrgId(payload);
+    if (orgId !== undefined) deps.targets.invalidate(orgId);
   });
   notifications.on(ORGANISATIONS_CHANNEL, (payload) => {
-    const orgId = Number(payload);
-    if (Number.isSafeInteger(orgId) && orgId > 0) deps.organisations.invalidate(orgId);
+    const orgId = parseOrgId(payload);
+    if (orgId !== undefined) deps.organisations.invalidate(orgId);
   });
   // notifications may have been missed while the connection was away
   notifications.onConnect(() => {

@@ -6,6 +6,7 @@
 // seconds as a fallback.
 import type { Database } from '../db/database.ts';
 import { listActiveTargets } from './integrations.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 export { announceIntegrationChange } from './targets.repository.ts';
 export { INTEGRATIONS_CHANNEL } from '../db/notifications.ts';
@@ -17,14 +18,14 @@ export interface Target {
 }
 
 export interface TargetCache {
-  forOrg(orgId: number): Promise<Target[]>;
-  invalidate(orgId: number): void;
+  forOrg(orgId: OrgId): Promise<Target[]>;
+  invalidate(orgId: OrgId): void;
   /** drops every entry (after notifications may have been missed) */
   clear(): void;
 }
 
 export function createTargetCache(db: Database, ttlMs = 5_000): TargetCache {
-  const entries = new Map<number, { at: number; targets: Promise<Target[]> }>();
+  const entries = new Map<OrgId, { at: number; targets: Promise<Target[]> }>();
   return {
     forOrg(orgId) {
       const hit = entries.get(orgId);

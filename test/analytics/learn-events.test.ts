@@ -6,6 +6,7 @@ import { type Account, type Merchant, newAccount, newMerchant } from '../support
 import { UNKNOWN_TOKEN, learn } from '../support/registration.ts';
 import { errorBody } from '../support/client.ts';
 import { expectInvalid } from '../support/expect.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 describe('learning events (submitLearningEvent)', () => {
   let srv: TestServer;
@@ -17,7 +18,7 @@ describe('learning events (submitLearningEvent)', () => {
   });
   after(() => srv.stop());
 
-  const stored = (orgId: number) => srv.database.handle.db.selectFrom('learn_events').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+  const stored = (orgId: OrgId) => srv.database.handle.db.selectFrom('learn_events').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
 
   const list = (m: Merchant, query = '', account: Account = acme) =>
     srv.api.get(`/v1/rest/${account.platform}/organisations/${m.organisation.id}/learn-events${query}`, { token: account.token });

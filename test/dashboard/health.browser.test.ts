@@ -12,6 +12,7 @@ import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -22,9 +23,9 @@ describe('endpoint health in the dashboard (Chromium)', function () {
   let browser: Browser;
   let srv: TestServer;
   let account: Account;
-  let orgId: number;
+  let orgId: OrgId;
   const receivers: Record<'paused' | 'disabled' | 'failing' | 'healthy', TestReceiver> = {} as never;
-  const hooks: Record<string, { id: number; orgId: number; signingSecret: string }> = {};
+  const hooks: Record<string, { id: number; orgId: OrgId; signingSecret: string }> = {};
   const problems: string[] = [];
 
   async function open(viewport: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page }> {

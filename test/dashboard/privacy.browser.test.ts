@@ -14,6 +14,7 @@ import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { passesEventually } from '../support/wait.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../support/org-id.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -23,7 +24,7 @@ describe('dashboard Privacy page in Chromium', function () {
   let browser: Browser;
   let srv: TestServer;
   let account: Account;
-  let org: { id: number; domain: string };
+  let org: { id: OrgId; domain: string };
   const shopper = { email: `${unique('jane')}@example.com`, core: unique('c'), roaming: unique('r') };
   const problems: string[] = [];
 

@@ -7,6 +7,7 @@ import { organisationStats } from '../../src/tracking/stats.service.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const HOUR = 3_600_000;
 
@@ -26,13 +27,13 @@ describe('organisation statistics (getOrganisationStats)', () => {
     expect(r.status, r.text).to.equal(202);
   }
 
-  async function identify(orgId: number, core: string, payload: Record<string, string>) {
+  async function identify(orgId: OrgId, core: string, payload: Record<string, string>) {
     const r = await srv.api.get(`/jsv1/identify/${orgId}/${unique('r')}/${core}/${b64url(payload)}`);
     expect(r.status, r.text).to.equal(200);
   }
 
   /** Two visitors, four events, one contact linked to both visitors and one to the first only. */
-  async function busyShop(): Promise<number> {
+  async function busyShop(): Promise<OrgId> {
     const org = (await newMerchant(srv, account)).organisation.id;
     const [a, b] = [unique('ca'), unique('cb')];
     await track(org, a, 'view', { page: 'https://s.example/' });

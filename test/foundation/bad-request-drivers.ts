@@ -3,12 +3,13 @@
 // them and compares the answer with the example word for word).
 import type { Reply } from '../support/client.ts';
 import type { TestServer } from '../support/harness.ts';
+import { type OrgId, testOrgId } from '../support/org-id.ts';
 
 export interface BadRequestContext {
   srv: TestServer; // TRUST_PROXY=true
   platform: string;
   token: string;
-  orgId: number;
+  orgId: OrgId;
 }
 
 const LONG_ID = 'c'.repeat(65);
@@ -72,4 +73,4 @@ export function badRequests(c: BadRequestContext): Record<string, () => Promise<
 }
 
 /** The operations that have a driver here (each has its own 400 example). */
-export const BAD_REQUEST_OPERATIONS = Object.keys(badRequests({ srv: undefined as never, platform: 'acme', token: '', orgId: 1 }));
+export const BAD_REQUEST_OPERATIONS = Object.keys(badRequests({ srv: undefined as never, platform: 'acme', token: '', orgId: testOrgId(1) }));

@@ -16,6 +16,7 @@ import { organisationTokenHash } from '../../src/platform/registration.service.t
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { doc } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import { testOrgId } from '../support/org-id.ts';
 
 type Json = Record<string, unknown>;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
@@ -159,7 +160,7 @@ async function seed(srv: TestServer, credentials: { email: string; password: str
   await next('organisations', 42);
   const reg = await srv.api.post('/v1/rest/acme/users/register', { email: 'owner@linen.shop.example', domain: 'linen.shop.example' }, { token });
   expect(reg.status, reg.text).to.equal(201);
-  const orgId = reg.body.organisation.id as number;
+  const orgId = testOrgId(reg.body.organisation.id as number);
   expect(orgId).to.equal(42);
   // the learning-event example's org_token is organisation 42's (looked up by its sha256)
   const learn = (doc.paths['/rest/v1/learn/event']!.post as Json).requestBody as Json;

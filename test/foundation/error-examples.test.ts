@@ -19,6 +19,7 @@ import { ApiClient, type Reply } from '../support/client.ts';
 import { doc } from '../support/contract.ts';
 import { freshDatabase, startTestServer, type TestServer } from '../support/harness.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 type Json = Record<string, unknown>;
 
@@ -93,7 +94,7 @@ describe('documented error examples equal the server’s answers', function () {
   let limited: TestServer; // tiny limits: every 429
   let closed: TestServer; // no REGISTRATION_TOKEN: registration disabled
   let account: Account;
-  let orgId: number;
+  let orgId: OrgId;
 
   before(async () => {
     [srv, limited, closed] = await Promise.all([

@@ -30,6 +30,7 @@ import {
   updateIntegration,
   updateIntegrationUnscoped,
 } from './client/index.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 export interface FlowInput {
   platform: string;

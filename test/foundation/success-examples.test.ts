@@ -18,6 +18,7 @@ import { type Account, PASSWORD, newAccount, newMerchant, newWebhook, unique, un
 import type { Reply } from '../support/client.ts';
 import { doc } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 type Json = Record<string, unknown>;
 
@@ -84,7 +85,7 @@ describe('documented success examples have the shape of the server’s answers',
   this.timeout(180_000);
   let srv: TestServer;
   let account: Account;
-  let orgId: number;
+  let orgId: OrgId;
   let orgToken: string;
   let hookId: number;
   let slowHookId: number;

@@ -15,6 +15,7 @@ import { runningPostmaster, startEmbedded } from '../../src/db/embedded.ts';
 import { freePort } from '../reliability/child.ts';
 import { startLoad, storedMarkers, until } from '../reliability/load.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -57,7 +58,7 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
   let server: ChildProcess | undefined;
   let out = '';
   let db: DbHandle | undefined;
-  let orgId: number;
+  let orgId: OrgId;
   let pids: number[] = [];
 
   before(async () => {

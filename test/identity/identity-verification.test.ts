@@ -12,6 +12,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { footprint, newShop, PHISH, type Shop, storedDeliveries } from '../support/trust.ts';
+import { testOrgId } from '../support/org-id.ts';
 
 /** What the shop's server runs (README): the key is the secret's 64 characters as they are. */
 const hashOf = (secret: string, value: string) => createHmac('sha256', secret).update(value.trim().toLowerCase()).digest('hex');
@@ -48,7 +49,7 @@ describe('identity verification', function () {
 
     it('covers the email, else the phone; under `required` a phone beside a hashed email is dropped', () => {
       const secret = 'f'.repeat(64);
-      const policy = (mode: 'optional' | 'required') => ({ orgId: 1, identityVerification: mode, identitySecret: secret });
+      const policy = (mode: 'optional' | 'required') => ({ orgId: testOrgId(1), identityVerification: mode, identitySecret: secret });
       const email = identityHash(secret, 'jane@example.com');
       const phone = identityHash(secret, '+442079460958');
       expect(verifyIdentify(policy('optional'), { email: ' Jane@Example.com ', phone: '+44 20 7946 0958', hash: email }).contacts).to.deep.equal([

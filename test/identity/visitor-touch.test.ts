@@ -7,11 +7,12 @@ import { sql } from 'kysely';
 import { VISITOR_TOUCH_SECONDS } from '../../src/identity/visitors-upsert.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 describe('tracking: returning visitors are not rewritten on every event', () => {
   let srv: TestServer;
   let account: Account;
-  let org: number;
+  let org: OrgId;
   let domain: string;
   before(async () => {
     srv = await startTestServer({ TRUST_PROXY: 'true' });

@@ -6,10 +6,11 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, webhookBody } from '../support/accounts.ts';
 import { errorBody } from '../support/client.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 interface Tenant {
   account: Account;
-  orgId: number;
+  orgId: OrgId;
   integrationId: number;
   domain: string;
   token: string;

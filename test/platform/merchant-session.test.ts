@@ -9,6 +9,7 @@ import { ensurePlatformAccount, AccountError } from '../../src/platform/accounts
 import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, uniqueIp, webhookBody } from '../support/accounts.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const M = '/v1/rest/merchant';
 
@@ -16,7 +17,7 @@ interface Self {
   email: string;
   password: string;
   domain: string;
-  orgId: number;
+  orgId: OrgId;
   token: string;
 }
 
@@ -26,7 +27,7 @@ describe('merchant sessions (self-registered merchants)', function () {
   let platform: Account;
   let alice: Self;
   let bob: Self;
-  let platformOrg: number;
+  let platformOrg: OrgId;
   let platformHook: number;
   let bobHook: number;
 

@@ -11,6 +11,7 @@ import { startOnDatabase } from '../../src/server.ts';
 import { ApiClient } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const REGISTRATION_TOKEN = 'settings-test-registration-token';
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -28,7 +29,7 @@ describe('organisation settings', function () {
   const path = (orgId: number, a = account) => `/v1/rest/${a.platform}/organisations/${orgId}`;
   const patch = (orgId: number, body: unknown, a = account) => srv.api.request('PATCH', path(orgId, a), { body, token: a.token });
   const rotate = (orgId: number, a = account) => srv.api.post(`${path(orgId, a)}/identity-secret/rotate`, undefined, { token: a.token });
-  const stored = (orgId: number) =>
+  const stored = (orgId: OrgId) =>
     srv.deps.db
       .selectFrom('organisations')
       .select(['identity_verification', 'allowed_domains', 'enforce_origin', 'identity_secret_enc', 'modified_at'])

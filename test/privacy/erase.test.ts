@@ -15,6 +15,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { eventually } from '../support/wait.ts';
 import { newVisitor, privacyApi, scanDatabase, scanDatabaseWithFigures, tablesOf, tracker, type Visitor } from './helpers.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 interface Shopper {
   email: string;
@@ -62,7 +63,7 @@ describe('privacy: erasure', function () {
   }
 
   /** Two devices joined by a corex_id, identified by email (and name) and phone, browsing, carting and buying. */
-  async function track(orgId: number, domain: string, s: Shopper, product: number): Promise<void> {
+  async function track(orgId: OrgId, domain: string, s: Shopper, product: number): Promise<void> {
     const t = tracker(srv, orgId);
     const [a, b] = s.devices;
     const corex = unique('cx');
@@ -76,7 +77,7 @@ describe('privacy: erasure', function () {
     await t.event(b, 'view', { page: `https://${domain}/account?email=${s.email}` });
   }
 
-  const pendingTo = (orgId: number, integrationId: number) =>
+  const pendingTo = (orgId: OrgId, integrationId: number) =>
     sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE org_id = ${orgId} AND integration_id = ${integrationId} AND status = 'pending'`
       .execute(srv.deps.db)
       .then((r) => r.rows[0]!.n);

@@ -8,6 +8,7 @@ import { type Account, unique } from '../support/accounts.ts';
 import type { TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 export interface Visitor {
   roaming: string;
@@ -19,7 +20,7 @@ export function newVisitor(): Visitor {
 }
 
 /** The tracking API of one organisation, as a shop's tracker calls it. */
-export function tracker(srv: TestServer, orgId: number) {
+export function tracker(srv: TestServer, orgId: OrgId) {
   return {
     async identify(v: Visitor, payload: Record<string, string>, headers: Record<string, string> = {}) {
       const r = await srv.api.get(`/jsv1/identify/${orgId}/${v.roaming}/${v.core}/${b64url(payload)}`, { headers });

@@ -10,6 +10,7 @@ import { REGISTRATION_TOKEN, register, registration } from '../support/registrat
 import { type Account, newAccount, newMerchant, unique, uniqueIp } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { privacyApi } from './helpers.ts';
+import { type OrgId, testOrgId } from '../support/org-id.ts';
 
 describe('privacy: requests API', function () {
   this.timeout(60_000);
@@ -22,8 +23,8 @@ describe('privacy: requests API', function () {
   });
   after(() => srv?.stop());
 
-  const rowsOf = (orgId: number) => srv.deps.db.selectFrom('privacy_requests').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
-  const suppressed = (orgId: number) => srv.deps.db.selectFrom('privacy_suppressions').selectAll().where('org_id', '=', orgId).execute();
+  const rowsOf = (orgId: OrgId) => srv.deps.db.selectFrom('privacy_requests').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
+  const suppressed = (orgId: OrgId) => srv.deps.db.selectFrom('privacy_suppressions').selectAll().where('org_id', '=', orgId).execute();
 
   it('accepts an erase with 202 and the request; keeps a keyed hash, the subject sealed, who asked', async () => {
     const { id: orgId } = (await newMerchant(srv, account)).organisation;
@@ -50,7 +51,7 @@ describe('privacy: requests API', function () {
     const [row] = await rowsOf(orgId);
     // the hash of the normalised subject, keyed for this organisation
     expect(row!.subject_hash.equals(srv.deps.subjects.hash(orgId, { type: 'email', value: email }))).to.equal(true);
-    expect(row!.subject_hash.equals(srv.deps.subjects.hash(orgId + 1, { type: 'email', value: email }))).to.equal(false);
+    expect(row!.subject_hash.equals(srv.deps.subjects.hash(testOrgId(orgId + 1), { type: 'email', value: email }))).to.equal(false);
     expect(row!.subject_enc).to.be.a('string').and.not.include(email);
     expect(JSON.parse(srv.deps.cipher.decrypt(row!.subject_enc!))).to.deep.equal({ type: 'email', value: email });
     expect((await api.get(r.body.id)).body).to.deep.equal(r.body);

@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { eventually } from '../support/wait.ts';
 import { newVisitor, scanDatabase, tracker, type Visitor } from './helpers.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 describe('privacy: visitor retention', function () {
   this.timeout(60_000);
@@ -29,14 +30,14 @@ describe('privacy: visitor retention', function () {
 
   const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000);
   /** Time passes for a visitor: last seen (and first seen) `days` ago. */
-  const age = (orgId: number, v: Visitor, days: number) =>
+  const age = (orgId: OrgId, v: Visitor, days: number) =>
     srv.deps.db
       .updateTable('visitors')
       .set({ first_seen: daysAgo(days + 1), last_seen: daysAgo(days) })
       .where('org_id', '=', orgId)
       .where('core_id', '=', v.core)
       .execute();
-  const visitor = (orgId: number, v: Visitor) =>
+  const visitor = (orgId: OrgId, v: Visitor) =>
     srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/visitors/${v.core}`, { token: account.token });
 
   it('erases only the visitors not seen for the retention, with their persons and contacts when nothing else refers to them', async () => {

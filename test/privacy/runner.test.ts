@@ -14,6 +14,7 @@ import { type Account, newAccount, newMerchant, unique } from '../support/accoun
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';
 import { newVisitor, privacyApi, tracker } from './helpers.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 describe('privacy: the runner', function () {
   this.timeout(60_000);
@@ -37,7 +38,7 @@ describe('privacy: the runner', function () {
     await srv?.stop();
   });
 
-  const visitorStatus = (orgId: number, core: string) =>
+  const visitorStatus = (orgId: OrgId, core: string) =>
     srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/visitors/${core}`, { token: account.token }).then((r) => r.status);
 
   it('runs each of a burst of requests exactly once with two runners on one database', async () => {

@@ -15,6 +15,7 @@ import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestServer } from '../support/harness.ts';
 import { newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import { testOrgId } from '../support/org-id.ts';
 
 const BOUND = 5;
 
@@ -140,7 +141,10 @@ describe(`the outbox backlog bound (WEBHOOK_MAX_BACKLOG=${BOUND})`, function () 
 
   it('releases every limit when the bound is turned off', async () => {
     const db = srv.database.handle.db;
-    await db.insertInto('webhook_backlog_limits').values({ org_id: 1, integration_id: 424242, pending: 9 }).execute();
+    await db
+      .insertInto('webhook_backlog_limits')
+      .values({ org_id: testOrgId(1), integration_id: 424242, pending: 9 })
+      .execute();
     const monitor = startBacklogMonitor({ ...srv.deps, config: { ...srv.deps.config, webhookMaxBacklog: undefined } });
     try {
       for (let i = 0; i < 100; i++) {

@@ -12,6 +12,7 @@ import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newAccount, newMerchant } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 /** Every spelling of 198.51.100.99 the report used, and a few more. */
 const SPELLINGS = [
@@ -69,7 +70,7 @@ describe('one canonical address per client (issue 22, point 3)', function () {
   for (const fastPath of [true, false]) {
     describe(`over HTTP, ${fastPath ? 'the fast path' : 'the Koa path (TRACKWAY_FAST_PATH=false)'}`, () => {
       let srv: TestServer;
-      let orgId: number;
+      let orgId: OrgId;
       let seq = 0;
       const event = (ip: string) =>
         srv.api.post(

@@ -9,11 +9,12 @@ import { eventually } from '../support/wait.ts';
 import type { TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 export interface FullTenant {
   tag: string;
   account: Account;
-  orgId: number;
+  orgId: OrgId;
   orgToken: string;
   domain: string;
   integrationId: number;

@@ -5,11 +5,12 @@
 // were acknowledged (2xx) and what every other answer was.
 import type { Database } from '../../src/db/database.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 export interface LoadOptions {
   /** the server's address now (it may change between restarts) */
   base: () => string;
-  orgId: number;
+  orgId: OrgId;
   workers: number;
   eventsPerVisitor: number;
   tag: string;
@@ -116,7 +117,7 @@ export function startLoad(opts: LoadOptions): Load {
 export { until } from '../support/wait.ts';
 
 /** The marker URLs of the organisation's stored events. */
-export async function storedMarkers(db: Database, orgId: number): Promise<Set<string>> {
+export async function storedMarkers(db: Database, orgId: OrgId): Promise<Set<string>> {
   const rows = await db.selectFrom('events').select(['body']).where('org_id', '=', orgId).execute();
   const out = new Set<string>();
   for (const r of rows) {

@@ -14,6 +14,7 @@ import { type RefusalReason, createTrafficLimits, requestCost } from '../../src/
 import { type Merchant, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { b64url } from '../support/payload.ts';
+import { type OrgId, testOrgId } from '../support/org-id.ts';
 
 /** A small deterministic PRNG (mulberry32), so the simulated load is the same on every run. */
 function random(seed: number): () => number {
@@ -72,12 +73,12 @@ describe('tracking limits on by default', function () {
   });
   after(() => srv.stop());
 
-  const identify = (orgId: number, core: string, payload: object, from: string) =>
+  const identify = (orgId: OrgId, core: string, payload: object, from: string) =>
     srv.api.get(`/jsv1/identify/${orgId}/r-${core}/${core}/${b64url(payload)}`, { headers: { 'x-forwarded-for': from } });
-  const event = (orgId: number, core: string, name: string, body: unknown, from: string) =>
+  const event = (orgId: OrgId, core: string, name: string, body: unknown, from: string) =>
     srv.api.post(`/jsv1/${orgId}/r-${core}/${core}/null/event/${name}`, body, { headers: { 'x-forwarded-for': from } });
 
-  async function matchedDeliveries(orgId: number): Promise<number> {
+  async function matchedDeliveries(orgId: OrgId): Promise<number> {
     const row = await srv.database.handle.db
       .selectFrom('deliveries')
       .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -277,7 +278,7 @@ describe('tracking limits in simulated time (the defaults, the same limiter code
     const send = (cost = 1) => {
       requests++;
       limits.ip(NAT, cost);
-      limits.org(1, cost);
+      limits.org(testOrgId(1), cost);
     };
     let peakMinute = 0;
     let thisMinute = 0;
@@ -341,7 +342,7 @@ describe('tracking limits in simulated time (the defaults, the same limiter code
       for (let k = 0; k < 3; k++) {
         requests++;
         limits.ip(from);
-        limits.org(42);
+        limits.org(testOrgId(42));
       }
       next[i] = now + 4_000 + rnd() * 12_000;
     }

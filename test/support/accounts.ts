@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import type { components } from '../../generated/openapi.ts';
 import type { TestServer } from './harness.ts';
+import { type OrgId, testOrgId } from './org-id.ts';
 
 type Schemas = components['schemas'];
 
@@ -48,7 +49,7 @@ export async function newAccount(srv: TestServer, platform = 'acme'): Promise<Ac
 
 export interface Merchant {
   user: { id: number; email: string };
-  organisation: { id: number; domain: string; token: string };
+  organisation: { id: OrgId; domain: string; token: string };
 }
 
 /** Registers a merchant (user + organisation) through the API. */
@@ -60,7 +61,8 @@ export async function newMerchant(srv: TestServer, account: Account, body: Recor
     { token: account.token },
   );
   expect(r.status, r.text).to.equal(201);
-  return r.body;
+  // the organisation's id, as the server gave it: where a test's number becomes an OrgId
+  return { ...r.body, organisation: { ...r.body.organisation, id: testOrgId(r.body.organisation.id) } };
 }
 
 export function webhookBody(orgId: number, data: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
@@ -79,8 +81,8 @@ export async function newWebhook(
   account: Account,
   orgId: number,
   data: Record<string, unknown> = {},
-): Promise<{ id: number; org_id: number; signing_secret: string; [k: string]: unknown }> {
+): Promise<{ id: number; org_id: OrgId; signing_secret: string; [k: string]: unknown }> {
   const r = await srv.api.post(`/v1/rest/${account.platform}/integration`, webhookBody(orgId, data), { token: account.token });
   expect(r.status, r.text).to.equal(201);
-  return r.body.integration;
+  return { ...r.body.integration, org_id: testOrgId(r.body.integration.org_id) };
 }

@@ -14,9 +14,10 @@ import { type Account, newMerchant, newWebhook, unique } from './accounts.ts';
 import type { TestServer } from './harness.ts';
 import type { ReceivedRequest, TestReceiver } from './receiver.ts';
 import { eventually } from './wait.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 export interface Shop {
-  org: number;
+  org: OrgId;
   domain: string;
   /** the receiver's path for this shop's deliveries */
   hook: string;
@@ -31,7 +32,7 @@ export async function newShop(srv: TestServer, account: Account, receiver: TestR
 }
 
 /** Puts a subject on the organisation's suppression list, as a privacy request with `suppress` would. */
-export async function suppress(srv: TestServer, org: number, type: SubjectType, raw: string): Promise<void> {
+export async function suppress(srv: TestServer, org: OrgId, type: SubjectType, raw: string): Promise<void> {
   const value = normaliseSubject(type, raw);
   expect(value, raw).to.be.a('string');
   await addSuppression(srv.deps.db, org, srv.deps.subjects.hash(org, { type, value: value! }), 1, new Date());
@@ -67,7 +68,7 @@ export async function itemsOf(shop: Shop, steps: Step[]): Promise<IngestItem[]> 
 }
 
 /** What the database holds about a shop. */
-export async function stored(srv: TestServer, org: number) {
+export async function stored(srv: TestServer, org: OrgId) {
   const db = srv.deps.db;
   const [visitors, events, contacts, links, deliveries, products] = await Promise.all([
     db.selectFrom('visitors').select(['core_id', 'corex_id', 'name', 'person_id']).where('org_id', '=', org).orderBy('core_id').execute(),

@@ -8,11 +8,12 @@ import type { TestServer } from './harness.ts';
 import type { ReceivedRequest, TestReceiver } from './receiver.ts';
 import { type Account, newMerchant, newWebhook, unique } from './accounts.ts';
 import { b64url } from './payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 export const PHISH = 'https://phish.attacker.example/login';
 
 export interface Shop {
-  orgId: number;
+  orgId: OrgId;
   domain: string;
   /** an URL under the shop's own domain */
   url(path: string): string;
@@ -85,13 +86,13 @@ export async function newShop(srv: TestServer, account: Account, receiver: TestR
 }
 
 /** Every stored delivery body of the organisation (whether sent yet or not). */
-export async function storedDeliveries(srv: TestServer, orgId: number): Promise<{ kind: string; body: Record<string, unknown> }[]> {
+export async function storedDeliveries(srv: TestServer, orgId: OrgId): Promise<{ kind: string; body: Record<string, unknown> }[]> {
   const rows = await srv.deps.db.selectFrom('deliveries').select(['kind', 'body']).where('org_id', '=', orgId).orderBy('id').execute();
   return rows.map((r) => ({ kind: r.kind, body: JSON.parse(r.body) as Record<string, unknown> }));
 }
 
 /** Rows of one visitor anywhere in the identity and event tables. */
-export async function footprint(srv: TestServer, orgId: number, core: string) {
+export async function footprint(srv: TestServer, orgId: OrgId, core: string) {
   const db = srv.deps.db;
   const visitors = await db.selectFrom('visitors').select('core_id').where('org_id', '=', orgId).where('core_id', '=', core).execute();
   const links = await db.selectFrom('visitor_contacts').select('contact_id').where('org_id', '=', orgId).where('core_id', '=', core).execute();

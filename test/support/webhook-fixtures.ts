@@ -12,6 +12,7 @@ import { type NewDelivery, cancelPendingDeliveries, enqueueDeliveries } from '..
 import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.payload.ts';
 import { type TrackedEventName, eventExportedPayload } from '../../src/webhooks/payloads/event-exported.payload.ts';
 import { announceIntegrationChange } from '../../src/webhooks/targets.service.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 let seq = 0;
 const unique = () => `${process.pid}-${Date.now().toString(36)}-${++seq}`;
@@ -19,7 +20,7 @@ const unique = () => `${process.pid}-${Date.now().toString(36)}-${++seq}`;
 export interface Tenant {
   platform: string;
   userId: number;
-  orgId: number;
+  orgId: OrgId;
   /** a bearer token of the platform account */
   token: string;
 }
@@ -69,11 +70,11 @@ export interface IntegrationInput {
 
 export interface TestIntegration {
   id: number;
-  orgId: number;
+  orgId: OrgId;
   signingSecret: string;
 }
 
-export async function createIntegration(db: Database, cipher: Cipher, orgId: number, input: IntegrationInput): Promise<TestIntegration> {
+export async function createIntegration(db: Database, cipher: Cipher, orgId: OrgId, input: IntegrationInput): Promise<TestIntegration> {
   const signingSecret = `whsec_${randomBytes(32).toString('base64')}`;
   const authToken = input.authToken ?? null;
   const row = await db
@@ -127,7 +128,7 @@ async function maxDeliveryId(tx: Transaction<DB>): Promise<number> {
 const MATCHED_AT = new Date();
 
 /** A contact-match body for the organisation. */
-export function matchedBody(orgId: number, contact = 'jane.doe@example.com') {
+export function matchedBody(orgId: OrgId, contact = 'jane.doe@example.com') {
   return contactMatchedPayload({
     orgId,
     contact,
@@ -140,7 +141,7 @@ export function matchedBody(orgId: number, contact = 'jane.doe@example.com') {
 }
 
 /** An event-export body for the organisation (a product view unless told otherwise). */
-export function exportedBody(orgId: number, contact = 'a@b.co', event: TrackedEventName = 'productview', type: 'EMAIL' | 'PHONE' = 'EMAIL') {
+export function exportedBody(orgId: OrgId, contact = 'a@b.co', event: TrackedEventName = 'productview', type: 'EMAIL' | 'PHONE' = 'EMAIL') {
   return eventExportedPayload({
     orgId,
     contact,
@@ -192,7 +193,7 @@ export async function reactivate(db: Database, integration: TestIntegration): Pr
 export { eventually } from './wait.ts';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-export const many = (orgId: number, n: number, tag: string) =>
+export const many = (orgId: OrgId, n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(orgId, `${tag}-${i}@example.com`) }));
 /** A retry schedule long enough that no delivery dead-letters while the breaker is exercised. */
 export const SCHEDULE = Array.from({ length: 30 }, () => '100ms').join(',');

@@ -14,6 +14,7 @@ import { TestReceiver } from '../support/receiver.ts';
 import { passesEventually } from '../support/wait.ts';
 import { drained, newShop, type Shop, stored } from '../support/ingest.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const GOOGLEBOT =
   'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; +http://www.google.com/bot.html) Chrome/140.0.7339.0 Safari/537.36';
@@ -36,7 +37,7 @@ describe('tracking: known bots are answered as usual and store nothing (filter_b
     await receiver?.close();
   });
 
-  const orgPath = (org: number) => `/v1/rest/${account.platform}/organisations/${org}`;
+  const orgPath = (org: OrgId) => `/v1/rest/${account.platform}/organisations/${org}`;
 
   async function botMetric(): Promise<Record<string, number>> {
     const text = await (await fetch(`${srv.url}/metrics`)).text();
@@ -172,7 +173,7 @@ describe('tracking: known bots are answered as usual and store nothing (filter_b
     await visit(shop, { 'user-agent': HEADLESS });
     await visit(shop, { 'user-agent': CHROME }, '?webdriver=1');
     await visit(other, { 'user-agent': GOOGLEBOT });
-    const stats = (org: number) => srv.api.get(`${orgPath(org)}/stats`, { token: account.token });
+    const stats = (org: OrgId) => srv.api.get(`${orgPath(org)}/stats`, { token: account.token });
     // counts are written in the background, about once a second
     await passesEventually(async () => {
       const r = await stats(shop.org);

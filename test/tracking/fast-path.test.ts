@@ -15,6 +15,7 @@ import { ApiClient } from '../support/client.ts';
 import { freshDatabase, type TestDatabase, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 interface Raw {
   status: number;
@@ -51,11 +52,11 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
   let fast: RunningServer;
   let koa: RunningServer;
   let account: Account;
-  let org: number;
+  let org: OrgId;
   let domain: string;
-  let other: number;
+  let other: OrgId;
   /** an organisation with a suppression list (its email and core_id below) */
-  let quiet: number;
+  let quiet: OrgId;
   let quietDomain: string;
   let seq = 0;
 
@@ -133,7 +134,7 @@ describe('tracking: the fast path answers exactly as the Koa path', () => {
 
   const JSON_TYPE: Record<string, string> = { 'content-type': 'application/json' };
   const ev =
-    (name: string, corex = 'null', o = () => org) =>
+    (name: string, corex = 'null', o: () => number = () => org) =>
     (v: { roaming: string; core: string }) =>
       `/jsv1/${o()}/${v.roaming}/${v.core}/${corex}/event/${name}`;
 

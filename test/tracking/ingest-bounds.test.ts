@@ -8,10 +8,11 @@ import { createIngestor, MAX_QUEUED } from '../../src/tracking/ingest.service.ts
 import type { EventItem } from '../../src/tracking/ingest.types.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newAccount, newMerchant, unique } from '../support/accounts.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 describe('tracking: the ingest queue is bounded', () => {
   let srv: TestServer;
-  let org: number;
+  let org: OrgId;
   before(async () => {
     srv = await startTestServer();
     org = (await newMerchant(srv, await newAccount(srv))).organisation.id;

@@ -3,13 +3,14 @@ import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
 
 describe('tracking: identify and events', () => {
   let srv: TestServer;
   let account: Account;
-  let org: number;
+  let org: OrgId;
   before(async () => {
     srv = await startTestServer();
     account = await newAccount(srv);
@@ -20,7 +21,8 @@ describe('tracking: identify and events', () => {
   const visitor = () => ({ roaming: unique('r'), core: unique('c') });
   const eventPath = (v: { roaming: string; core: string }, name: string, corex = 'null', o = org) =>
     `/jsv1/${o}/${v.roaming}/${v.core}/${corex}/event/${name}`;
-  const identifyPath = (v: { roaming: string; core: string }, payload: string, o = org) => `/jsv1/identify/${o}/${v.roaming}/${v.core}/${payload}`;
+  const identifyPath = (v: { roaming: string; core: string }, payload: string, o: number = org) =>
+    `/jsv1/identify/${o}/${v.roaming}/${v.core}/${payload}`;
   const readVisitor = (core: string) => srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
   const readEvents = (query = '') => srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/events${query}`, { token: account.token });
 
@@ -247,7 +249,7 @@ describe('tracking: identify and events', () => {
     });
   });
 
-  async function deliveries(orgId: number) {
+  async function deliveries(orgId: OrgId) {
     return srv.deps.db
       .selectFrom('deliveries')
       .select(['kind', 'integration_id', 'body', 'status'])

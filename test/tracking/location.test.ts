@@ -1,11 +1,12 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 describe('tracking: location from the client IP', () => {
   let srv: TestServer;
   let account: Account;
-  let org: number;
+  let org: OrgId;
   before(async () => {
     srv = await startTestServer({ TRUST_PROXY: 'true' });
     account = await newAccount(srv);

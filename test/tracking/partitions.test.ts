@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import { maintainEventPartitions } from '../../src/tracking/partitions.worker.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
+import { testOrgId } from '../support/org-id.ts';
 
 describe('events: monthly partitions and retention', () => {
   let database: TestDatabase;
@@ -41,11 +42,11 @@ describe('events: monthly partitions and retention', () => {
     );
     await db
       .insertInto('events')
-      .values({ org_id: 1, received_at: from, name: 'view', core_id: 'c', roaming_id: 'r', corex_id: null, body: '{}' })
+      .values({ org_id: testOrgId(1), received_at: from, name: 'view', core_id: 'c', roaming_id: 'r', corex_id: null, body: '{}' })
       .execute();
     await db
       .insertInto('events')
-      .values({ org_id: 1, received_at: new Date(), name: 'view', core_id: 'c', roaming_id: 'r', corex_id: null, body: '{}' })
+      .values({ org_id: testOrgId(1), received_at: new Date(), name: 'view', core_id: 'c', roaming_id: 'r', corex_id: null, body: '{}' })
       .execute();
     const kept = await maintainEventPartitions(db, 500); // the partition ended about 14 months ago
     expect(kept.dropped).to.deep.equal([]);

@@ -11,13 +11,14 @@ import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.se
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { type OrgId, testOrgId } from '../support/org-id.ts';
 
 const policy = { identityVerification: 'optional' as const, exportUnverified: true, allowsUrl: () => true, suppressing: false };
 
 function event(orgId: number, coreId: string, over: Partial<EventItem> = {}): EventItem {
   return {
     kind: 'event',
-    orgId,
+    orgId: testOrgId(orgId),
     roamingId: 'r1',
     coreId,
     receivedAt: new Date(),
@@ -35,7 +36,7 @@ describe('tracking: a plain batch is one statement that stores what the transact
   let srv: TestServer;
   let account: Account;
   let receiver: TestReceiver;
-  let org: number;
+  let org: OrgId;
   before(async () => {
     receiver = await TestReceiver.start();
     srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });

@@ -15,6 +15,7 @@ import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { eventually, passesEventually } from '../support/wait.ts';
 import { Recorder, type Shop, startShop } from './tracker-helpers.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36';
 
@@ -38,8 +39,8 @@ describe('browser tracker driven by automation (headless Chromium): kept out as 
   let browser: Browser;
   let srv: TestServer;
   let account: Account;
-  let filtering: number;
-  let storing: number;
+  let filtering: OrgId;
+  let storing: OrgId;
   let shops: Shop[] = [];
 
   before(async function () {
@@ -68,7 +69,7 @@ describe('browser tracker driven by automation (headless Chromium): kept out as 
     return out;
   }
 
-  const stored = async (org: number) => {
+  const stored = async (org: OrgId) => {
     const db = srv.deps.db;
     const [visitors, events, contacts] = await Promise.all([
       db.selectFrom('visitors').select('core_id').where('org_id', '=', org).execute(),

@@ -21,6 +21,7 @@ import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';
 import { Recorder } from './tracker-helpers.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 /** Trackway's answers to the page's requests (beacons included), by URL, through DevTools. */
 async function answers(context: BrowserContext, page: Page, trackwayUrl: string): Promise<Map<string, number>> {
@@ -42,8 +43,8 @@ describe('browser tracker under Global Privacy Control (Chromium)', function () 
   let browser: Browser;
   let srv: TestServer;
   let account: Account;
-  let honouring: number;
-  let ignoring: number;
+  let honouring: OrgId;
+  let ignoring: OrgId;
   let shop: http.Server;
   let shopUrl: string;
 
@@ -113,7 +114,7 @@ describe('browser tracker under Global Privacy Control (Chromium)', function () 
     await context?.close();
   });
 
-  const readVisitor = (org: number, core: string) =>
+  const readVisitor = (org: OrgId, core: string) =>
     srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
   /** Trackway's answer to the request the tracker sent (its commit came before it). */
   const answered = (sent: { kind: string; core: string; name?: string }) =>

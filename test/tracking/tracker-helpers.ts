@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { BrowserContext, Page } from 'playwright-core';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 export interface Shop {
   url: string;
@@ -13,7 +14,7 @@ export interface Shop {
 }
 
 /** The fake shop: product, cart and "queue before load" pages with the tracker snippet. */
-export async function startShop(trackerUrl: string, orgId: number): Promise<Shop> {
+export async function startShop(trackerUrl: string, orgId: OrgId): Promise<Shop> {
   const snippet = (before = '') => `
     <script>
       window.trackway = window.trackway || [];

@@ -15,6 +15,7 @@ import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { footprint } from '../support/trust.ts';
 import { eventually } from '../support/wait.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 interface Seen {
   url: string;
@@ -48,7 +49,7 @@ describe('browser tracker with identity verification and enforce_origin (Chromiu
   let browser: Browser;
   let srv: TestServer;
   let account: Account;
-  let org: number;
+  let org: OrgId;
   let secret: string;
   let shop: http.Server;
   let port: number;

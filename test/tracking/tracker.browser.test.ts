@@ -16,6 +16,7 @@ import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { passesEventually } from '../support/wait.ts';
 import { GARBAGE_CALLS, Recorder, type Shop, startShop } from './tracker-helpers.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -27,7 +28,7 @@ describe('browser tracker in Chromium', function () {
   let srv: TestServer;
   let shop: Shop;
   let account: Account;
-  let org: number;
+  let org: OrgId;
 
   before(async function () {
     browser = await launchChromium(this);

@@ -12,6 +12,7 @@ import { longDuration } from '../../src/webhooks/auto-disable.service.ts';
 import { freshDatabase, startTestServer, type TestDatabase, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Tenant, createTenant, enqueue, eventually, many, SCHEDULE, sleep } from '../support/webhook-fixtures.ts';
+import { testOrgId } from '../support/org-id.ts';
 
 describe('circuit breaker', function () {
   this.timeout(60_000);
@@ -24,7 +25,7 @@ describe('circuit breaker', function () {
     it('sums a batch up per endpoint in the order the endpoint answered: failures after the last success count', () => {
       const at = (ms: number) => new Date(Date.UTC(2024, 0, 1) + ms);
       const a = (integrationId: number, ok: boolean, ms: number, extra: object = {}) => ({
-        orgId: 1,
+        orgId: testOrgId(1),
         integrationId,
         ok,
         attemptedAt: at(ms),
@@ -43,7 +44,7 @@ describe('circuit breaker', function () {
 
     it('shows a missing row as healthy, and each state with what it needs', () => {
       const row = {
-        org_id: 1,
+        org_id: testOrgId(1),
         integration_id: 2,
         consecutive_failures: 3,
         failing_since: new Date('2024-05-15T16:02:48.551Z'),
@@ -90,7 +91,7 @@ describe('circuit breaker', function () {
         database.handle.db,
         [
           {
-            orgId: 1,
+            orgId: testOrgId(1),
             id: 987_654_321,
             n: 1,
             outcome: 'retry',
@@ -104,7 +105,7 @@ describe('circuit breaker', function () {
             deliveredAt: null,
           },
         ],
-        [{ orgId: 1, integrationId, ...endpoint }],
+        [{ orgId: testOrgId(1), integrationId, ...endpoint }],
         breaker,
       );
     const fail = (n: number, extra: Partial<EndpointOutcome> = {}) => ({
@@ -120,7 +121,7 @@ describe('circuit breaker', function () {
       database.handle.db
         .selectFrom('webhook_endpoint_health')
         .selectAll()
-        .where('org_id', '=', 1)
+        .where('org_id', '=', testOrgId(1))
         .where('integration_id', '=', integrationId)
         .executeTakeFirst();
 

@@ -8,13 +8,17 @@ import type { ClaimedDelivery } from '../../src/webhooks/claims.repository.ts';
 import { FairShare, type FairShareOptions, type Job } from '../../src/webhooks/fair-share.rules.ts';
 import { laneLimit, newLane } from '../../src/webhooks/lanes.rules.ts';
 import { maxMinShares } from '../../src/webhooks/max-min.rules.ts';
+import { testOrgId } from '../support/org-id.ts';
+
+/** The organisations numbered so, as the rules take them. */
+const orgs = (...ns: number[]) => ns.map(testOrgId);
 
 const OPTS: FairShareOptions = { perIntegration: 8, perOrganisation: 448, global: 512, reserve: 64, slowMs: 2000, queueMs: 1000 };
 
 let nextId = 0;
 function row(orgId: number, integrationId: number): ClaimedDelivery {
   return {
-    org_id: orgId,
+    org_id: testOrgId(orgId),
     id: ++nextId,
     integration_id: integrationId,
     kind: 'matched',
@@ -34,7 +38,7 @@ function row(orgId: number, integrationId: number): ClaimedDelivery {
 
 /** Claims `n` deliveries of one integration as a claim round would (rooms first), starting them. */
 function take(share: FairShare, orgId: number, integrationId: number, n: number): Job[] {
-  const { room, reserve } = share.roomFor(orgId);
+  const { room, reserve } = share.roomFor(testOrgId(orgId));
   const jobs: Job[] = [];
   for (let i = 0; i < Math.min(n, room); i++) jobs.push(share.add(row(orgId, integrationId), Date.now() + 60_000, reserve));
   for (const lane of new Set(jobs.map((j) => j.lane))) while (share.next(lane));
@@ -71,24 +75,24 @@ describe('fair shares (pure rules)', () => {
 
   it('shares the pool between the organisations with due work, and keeps the reserve for those holding nothing', () => {
     const share = new FairShare(OPTS);
-    share.due([1, 2, 3, 4, 5]);
+    share.due(orgs(1, 2, 3, 4, 5));
     share.refresh();
     // 5 organisations wanting everything: 448 / 5 each (the reserve is not theirs)
     for (let org = 1; org <= 5; org++) for (let i = 0; i < 16; i++) take(share, org, org * 100 + i, 8);
     expect(share.room()).to.deep.equal({ pool: 0, reserve: 64 });
     expect(share.snapshot()).to.include({ inFlight: 448, reserveHeld: 0, organisationsFull: 5, largestOrganisation: 90 });
-    for (let org = 1; org <= 5; org++) expect(share.roomFor(org)).to.deep.equal({ room: 0, reserve: false });
+    for (let org = 1; org <= 5; org++) expect(share.roomFor(testOrgId(org))).to.deep.equal({ room: 0, reserve: false });
 
     // a sixth organisation holding nothing gets one slot at once, from the reserve
-    share.due([6]);
+    share.due(orgs(6));
     share.refresh();
-    expect(share.roomFor(6)).to.deep.equal({ room: 1, reserve: true });
+    expect(share.roomFor(testOrgId(6))).to.deep.equal({ room: 1, reserve: true });
     const [first] = take(share, 6, 600, 5);
-    expect(share.roomFor(6), 'one reserve slot at a time').to.deep.equal({ room: 0, reserve: false });
+    expect(share.roomFor(testOrgId(6)), 'one reserve slot at a time').to.deep.equal({ room: 0, reserve: false });
     expect(share.snapshot().reserveHeld).to.equal(1);
     // it answered fast: it holds nothing again and gets the next slot at once
     expect(share.finished(first!, 15), 'its next delivery is worth a claim').to.equal(true);
-    expect(share.roomFor(6)).to.deep.equal({ room: 1, reserve: true });
+    expect(share.roomFor(testOrgId(6))).to.deep.equal({ room: 1, reserve: true });
 
     // as a slow organisation's request ends, the pool slot goes to the one below its share
     share.refresh();
@@ -96,48 +100,48 @@ describe('fair shares (pure rules)', () => {
     share.finished(slowJob, 29_000);
     share.refresh();
     expect(share.wanting()[0], 'the organisation holding least of its share goes first').to.equal(6);
-    expect(share.roomFor(6).room).to.equal(1);
-    expect(share.roomFor(6).reserve).to.equal(false);
+    expect(share.roomFor(testOrgId(6)).room).to.equal(1);
+    expect(share.roomFor(testOrgId(6)).reserve).to.equal(false);
   });
 
   it('gives no reserve slot to an organisation whose endpoints were slow lately, even when they answered 200', () => {
     const share = new FairShare({ ...OPTS, global: 16, reserve: 4, perOrganisation: 12 });
-    share.due([1]);
+    share.due(orgs(1));
     share.refresh();
     const jobs = take(share, 1, 10, 8);
     // a slow success costs like a failure: 29 s each
     for (const j of jobs) share.finished(j, 29_000);
-    share.claimed(1, 8, 0, [], []); // nothing more due for now
+    share.claimed(testOrgId(1), 8, 0, [], []); // nothing more due for now
     // fill the pool with someone else
-    share.due([2]);
+    share.due(orgs(2));
     share.refresh();
     for (let i = 0; i < 3; i++) take(share, 2, 20 + i, 8);
     expect(share.room().pool).to.equal(0);
-    share.due([1, 3]);
+    share.due(orgs(1, 3));
     share.refresh();
-    expect(share.roomFor(1), 'slow lately: waits for its part of the pool').to.deep.equal({ room: 0, reserve: false });
-    expect(share.roomFor(3), 'never seen: one reserve slot').to.deep.equal({ room: 1, reserve: true });
+    expect(share.roomFor(testOrgId(1)), 'slow lately: waits for its part of the pool').to.deep.equal({ room: 0, reserve: false });
+    expect(share.roomFor(testOrgId(3)), 'never seen: one reserve slot').to.deep.equal({ room: 1, reserve: true });
     // and among the organisations that want more, the fast go first
     expect(share.wanting()).to.deep.equal([3]);
   });
 
   it('reopens the reserve to no one once it is all taken, and to the next organisation when a slot frees', () => {
     const share = new FairShare({ ...OPTS, global: 10, reserve: 2, perOrganisation: 8 });
-    share.due([1]);
+    share.due(orgs(1));
     share.refresh();
     take(share, 1, 10, 8);
-    share.due([2, 3, 4]);
+    share.due(orgs(2, 3, 4));
     share.refresh();
     const [a] = take(share, 2, 20, 1);
     take(share, 3, 30, 1);
     expect(share.room()).to.deep.equal({ pool: 0, reserve: 0 });
-    expect(share.roomFor(4)).to.deep.equal({ room: 0, reserve: false });
+    expect(share.roomFor(testOrgId(4))).to.deep.equal({ room: 0, reserve: false });
     expect(share.finished(a!, 10), 'a reserve slot freed').to.equal(true);
-    expect(share.roomFor(4)).to.deep.equal({ room: 1, reserve: true });
+    expect(share.roomFor(testOrgId(4))).to.deep.equal({ room: 1, reserve: true });
   });
 
   it('gives a slow endpoint a smaller lane: perIntegration × slowMs / its time, at least 1', () => {
-    const lane = newLane(1, 1);
+    const lane = newLane(1, testOrgId(1));
     expect(laneLimit(lane, OPTS), 'unknown: full lane').to.equal(8);
     lane.ewmaMs = 50;
     expect(laneLimit(lane, OPTS)).to.equal(8);
@@ -150,14 +154,14 @@ describe('fair shares (pure rules)', () => {
     // a request in flight for longer than slowMs counts before it ends: 6 s old,
     // 8 × 2 s / 6 s → 2, and still 2 however long (up to 2 s) this test is held
     // up between the two clock readings (8 s old sat on the edge: 8,001 ms → 1)
-    const fresh = newLane(2, 1);
+    const fresh = newLane(2, testOrgId(1));
     fresh.running.add({ startedAt: Date.now() - 6000 } as Job);
     expect(laneLimit(fresh, OPTS)).to.equal(2);
   });
 
   it('lets a fast endpoint hold a queue beyond its requests in flight, and a slow one only what it sends', () => {
     const share = new FairShare(OPTS);
-    share.due([1]);
+    share.due(orgs(1));
     share.refresh();
     const jobs = take(share, 1, 10, 8);
     const lane = jobs[0]!.lane;

@@ -24,6 +24,7 @@ import { TestReceiver } from '../support/receiver.ts';
 import { eventually, matchedBody } from '../support/webhook-fixtures.ts';
 import { type Account, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../support/org-id.ts';
 
 const SLOW_MS = 4_000;
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -58,7 +59,7 @@ describe('fair shares whoever owns the organisations (issue 22, point 1)', funct
     return m ? Number(m[1]) : NaN;
   }
 
-  async function delivered(orgIds: number[]): Promise<{ delivered: number; other: number }> {
+  async function delivered(orgIds: OrgId[]): Promise<{ delivered: number; other: number }> {
     const rows = await srv.deps.db
       .selectFrom('deliveries')
       .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
@@ -83,7 +84,7 @@ describe('fair shares whoever owns the organisations (issue 22, point 1)', funct
     const slow = await TestReceiver.start(() => ({ status: 200, delayMs: SLOW_MS }));
     receivers.push(slow);
     const base = `http://127.0.0.1:${slow.port}`;
-    const slowOrgs: number[] = [];
+    const slowOrgs: OrgId[] = [];
     const rows: NewDelivery[] = [];
     // more than each organisation's fair share of the pool
     const each = Math.ceil(pool / (orgs * hooks)) + 1;

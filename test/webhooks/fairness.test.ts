@@ -9,6 +9,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Tenant, type TestIntegration, createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
 import { b64url } from '../support/payload.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
@@ -38,10 +39,10 @@ describe('fair dispatch under a noisy neighbour', function () {
     return r;
   }
 
-  const many = (orgId: number, n: number, tag: string) =>
+  const many = (orgId: OrgId, n: number, tag: string) =>
     Array.from({ length: n }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(orgId, `${tag}-${i}@example.com`) }));
 
-  async function statuses(orgId: number): Promise<Record<string, number>> {
+  async function statuses(orgId: OrgId): Promise<Record<string, number>> {
     const rows = await srv.deps.db
       .selectFrom('deliveries')
       .select(['status', (eb) => eb.fn.countAll<number>().as('n')])

@@ -4,13 +4,14 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../support/accounts.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe('webhook integrations (createIntegration, updateIntegration)', () => {
   let srv: TestServer;
   let acme: Account;
-  let orgId: number;
+  let orgId: OrgId;
 
   before(async () => {
     srv = await startTestServer({ TRUST_PROXY: 'true' });

@@ -5,11 +5,12 @@ import { expect } from 'chai';
 import { enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../support/accounts.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 
 describe('webhook integrations (createIntegration, updateIntegration)', () => {
   let srv: TestServer;
   let acme: Account;
-  let orgId: number;
+  let orgId: OrgId;
 
   before(async () => {
     srv = await startTestServer({ TRUST_PROXY: 'true' });

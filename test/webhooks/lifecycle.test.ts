@@ -13,6 +13,7 @@ import { announceIntegrationChange } from '../../src/webhooks/targets.service.ts
 import { type TestDatabase, freshDatabase } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
+import { testOrgId } from '../support/org-id.ts';
 
 describe('webhook runtime lifecycle', function () {
   this.timeout(30_000);
@@ -93,7 +94,7 @@ describe('webhook runtime lifecycle', function () {
       invalidated.push(orgId);
       original(orgId);
     };
-    const announce = (orgId: number) => database.handle.db.transaction().execute((tx) => announceIntegrationChange(tx, orgId));
+    const announce = (orgId: number) => database.handle.db.transaction().execute((tx) => announceIntegrationChange(tx, testOrgId(orgId)));
 
     await announce(4141);
     await eventually(async () => (invalidated.includes(4141) ? true : undefined));

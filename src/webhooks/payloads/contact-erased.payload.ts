@@ -5,12 +5,13 @@
 // person.
 import type { Schemas } from '../../http/types.ts';
 import { utcDay } from './contact-matched.payload.ts';
+import type { OrgId } from '../../db/tenancy.ts';
 
 export type ContactErased = Schemas['ContactErasedNotification'];
 export type RedactedErased = Schemas['RedactedErasedNotification'];
 
 export interface ContactErasedInput {
-  orgId: number;
+  orgId: OrgId;
   contact: string;
   type: 'EMAIL' | 'PHONE';
   /** when the contact was erased */

@@ -2,6 +2,7 @@
 // links a visitor to a contact it was not linked to before. The interface's
 // fields are unchanged; verified, matched_at and visitor are added.
 import type { Schemas } from '../../http/types.ts';
+import type { OrgId } from '../../db/tenancy.ts';
 
 export type ContactMatched = Schemas['ContactMatchedNotification'];
 
@@ -17,7 +18,7 @@ export function visitorView(v: VisitorIds): Schemas['WebhookVisitor'] {
 }
 
 export interface ContactMatchInput {
-  orgId: number;
+  orgId: OrgId;
   contact: string;
   type: 'EMAIL' | 'PHONE';
   /** the identify carried a valid hash for this contact (identity verification); false when left out */

@@ -4,6 +4,7 @@
 // are added (issue 15).
 import type { Schemas } from '../../http/types.ts';
 import { utcDay, type VisitorIds, visitorView } from './contact-matched.payload.ts';
+import type { OrgId } from '../../db/tenancy.ts';
 
 export type EventExported = Schemas['EventExportedNotification'];
 export type TrackedEventName = Schemas['EventName'];
@@ -47,7 +48,7 @@ const EXPORT_NAME: Record<TrackedEventName, EventExported['event']> = {
 };
 
 export interface EventExportInput {
-  orgId: number;
+  orgId: OrgId;
   contact: string;
   type: 'EMAIL' | 'PHONE';
   at: Date;
