@@ -1,7 +1,11 @@
-// What handlers and services are given: one explicit object, built once at start.
+// What handlers and services are given: one explicit object, built once at
+// start (buildDeps, src/server.ts). State that lives across calls (caches,
+// limiters, the ingest queue) is made there, once per process, and reaches a
+// service through this object; no service keeps its own in a module.
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import type { Metrics } from './http/metrics.ts';
+import type { TrafficLimits } from './http/traffic-limits.ts';
 import type { Logger } from './log.ts';
 import type { Cipher } from './platform/secrets.service.ts';
 import type { Location } from './db/schema.ts';
@@ -26,6 +30,10 @@ export interface Deps {
   geo: { locate(ip: string): Location | null };
   /** the ingest path: resolves when an identify or event is committed */
   ingest: Ingestor;
+  /** the tracking operations' limits (address, organisation, identify budget): one set per process, whichever path admits */
+  trackingLimits: TrafficLimits;
+  /** the analytics host's limits (learning events), the same rules as tracking's, buckets of their own */
+  analyticsLimits: TrafficLimits;
   /** keyed hashes of privacy subjects (emails, phones, core_ids): the suppression list's key */
   subjects: SubjectHasher;
 }

@@ -14,6 +14,7 @@ import { createApp } from './http/app.ts';
 import { createFastPath } from './http/fast-path.ts';
 import { answerClientError } from './http/client-errors.ts';
 import { createMetrics, type Metrics } from './http/metrics.ts';
+import { createTrafficLimits } from './http/traffic-limits.ts';
 import { handlers } from './http/registry.ts';
 import type { Logger } from './log.ts';
 import { ensurePlatformAccount } from './platform/accounts.service.ts';
@@ -70,7 +71,10 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const subjects = new SubjectHasher(cipher);
   // known bots are answered without being queued (README "Bots")
   const ingest = keepBotsOut(createIngestor({ db, log, metrics, targets, subjects }), new BotTally(db, log, metrics));
-  return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest, subjects };
+  // one set of tracking limits for the process: the fast path and the Koa handlers charge the same buckets
+  const trackingLimits = createTrafficLimits('tracking', config.trackingLimits, metrics.trackingRefused);
+  const analyticsLimits = createTrafficLimits('analytics', config.trackingLimits);
+  return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest, subjects, trackingLimits, analyticsLimits };
 }
 
 /** Everything that needs the database and HTTP, on an already-open database. */

@@ -1,14 +1,14 @@
 // submitLearningEvent (analytics host) and listLearnEvents (platform API):
 // HTTP shape only.
 import type { Deps } from '../deps.ts';
-import { createTrafficLimits, requestCost } from '../http/traffic-limits.ts';
+import { requestCost } from '../http/traffic-limits.ts';
 import type { HandlerMap } from '../http/types.ts';
 import { principalOf } from '../platform/principal.rules.ts';
 import { listLearnEvents, submitLearningEvent } from './learn-events.service.ts';
 
 export function learnEventsHandlers(deps: Deps): HandlerMap<'submitLearningEvent' | 'listLearnEvents'> {
-  // tracking limits: per client address here, per organisation once its token resolves
-  const limits = createTrafficLimits('analytics', deps.config.trackingLimits);
+  // tracking limits (the process's set for the analytics host, deps.analyticsLimits): per client address here, per organisation once its token resolves
+  const limits = deps.analyticsLimits;
   return {
     submitLearningEvent: async (c, ctx) => {
       const raw = (ctx.request as { rawBody?: unknown }).rawBody;

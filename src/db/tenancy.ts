@@ -14,9 +14,10 @@ import type { DB } from './schema.ts';
  * A number becomes an OrgId where it first means an organisation, and only
  * there: a row read from the database (the org_id columns and
  * organisations.id are typed OrgId in schema.ts), a path parameter after the
- * contract validated it (`PathOf` in src/http/types.ts brands `org_id`), a
- * NOTIFY payload or a configuration value (`asOrgId()`, `parseOrgId()` below). Everything past
- * those boundaries passes OrgIds along and never casts.
+ * contract validated it (`PathOf`/`QueryOf` in src/http/types.ts brand
+ * `org_id`), a validated request body or command-line flag (`asOrgId()`), a
+ * NOTIFY payload (`parseOrgId()`). Everything past those boundaries passes
+ * OrgIds along and never casts (docs/architecture.md "Organisation ids").
  */
 export type OrgId = number & { readonly __brand: 'OrgId' };
 

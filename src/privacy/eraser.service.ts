@@ -70,6 +70,7 @@ function chunks<T>(list: readonly T[], size: number): T[][] {
   return out;
 }
 
+/** One organisation's erasure in steps (a unit of work: made per request run or retention pass, dropped with it). */
 export class Eraser {
   constructor(
     private readonly deps: EraserDeps,

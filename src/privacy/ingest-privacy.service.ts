@@ -44,7 +44,11 @@ function withoutIdentity(it: IngestItem & { kind: 'identify' }): IngestItem {
   return { ...it, claim: { contacts: [], name: null, verified: false } };
 }
 
-/** The privacy rules of one batch: what it may store (screen) and what it may send (exportable). */
+/**
+ * The privacy rules of one batch: what it may store (screen) and what it may
+ * send (exportable). A unit of work: made by screen for the batch, dropped
+ * with it (docs/architecture.md "One service shape").
+ */
 export class BatchPrivacy {
   private constructor(
     private readonly deps: PrivacyDeps,

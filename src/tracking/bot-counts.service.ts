@@ -25,6 +25,7 @@ export interface BotTallyOptions {
   flushMs?: number;
 }
 
+/** The process's bot counts waiting to be written: made once, by buildDeps (src/server.ts), and handed to keepBotsOut. */
 export class BotTally {
   /** org → `hour|reason` → requests not yet written */
   private pending = new Map<OrgId, Map<string, number>>();

@@ -6,17 +6,15 @@
 import type { Deps } from '../deps.ts';
 import type { FastHandlers, FastRequest, SuccessOf } from '../http/types.ts';
 import { type EventOperation, TRACKING_OPERATIONS } from './operations.rules.ts';
-import { trackingService } from './tracking.service.ts';
+import { submit, tryAdmit } from './tracking.service.ts';
 
 export function fastTrackingHandlers(deps: Deps): FastHandlers {
-  const tracking = trackingService(deps);
-
   /** An event operation's request (all seven answer the same: 202 accepted). */
   async function event(op: EventOperation, r: FastRequest<EventOperation>): Promise<(() => Promise<SuccessOf<'recordViewEvent'>>) | null> {
-    const a = await tracking.tryAdmit(op, r, r.params, r.body);
+    const a = await tryAdmit(deps, op, r, r.params, r.body);
     if (!a) return null;
     return async () => {
-      await tracking.submit(a);
+      await submit(deps, a);
       return TRACKING_OPERATIONS[op].answer(r.params);
     };
   }
@@ -30,10 +28,10 @@ export function fastTrackingHandlers(deps: Deps): FastHandlers {
     recordProductViewEvent: (r) => event('recordProductViewEvent', r),
     recordCategoryViewEvent: (r) => event('recordCategoryViewEvent', r),
     identifyVisitor: async (r) => {
-      const a = await tracking.tryAdmit('identifyVisitor', r, r.params);
+      const a = await tryAdmit(deps, 'identifyVisitor', r, r.params);
       if (!a) return null;
       return async () => {
-        await tracking.submit(a);
+        await submit(deps, a);
         return TRACKING_OPERATIONS.identifyVisitor.answer(r.params);
       };
     },

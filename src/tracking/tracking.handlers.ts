@@ -7,7 +7,7 @@ import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
 import type { HandlerFor, HandlerMap } from '../http/types.ts';
 import { EVENT_OPERATIONS, type EventOperation, TRACKING_OPERATIONS, type TrackingOperation } from './operations.rules.ts';
-import { type TrackingClient, trackingService } from './tracking.service.ts';
+import { admit, submit, type TrackingClient } from './tracking.service.ts';
 
 /** Size of the request body as received (0 for GET). */
 function bodyBytes(ctx: Koa.Context): number {
@@ -30,12 +30,11 @@ function clientOf(ctx: Koa.Context): TrackingClient {
 
 export function trackingHandlers(deps: Deps): HandlerMap<TrackingOperation> {
   // the rules, limits included, are shared with the fast path (src/http/fast-path.ts)
-  const tracking = trackingService(deps);
 
   function event<K extends EventOperation>(op: K): HandlerFor<K> {
     return async (c, ctx) => {
       const ids = c.request.params;
-      await tracking.submit(await tracking.admit(op, clientOf(ctx), ids, c.request.requestBody));
+      await submit(deps, await admit(deps, op, clientOf(ctx), ids, c.request.requestBody));
       return TRACKING_OPERATIONS[op].answer(ids);
     };
   }
@@ -47,7 +46,7 @@ export function trackingHandlers(deps: Deps): HandlerMap<TrackingOperation> {
     ...events,
     identifyVisitor: async (c, ctx) => {
       const ids = c.request.params;
-      await tracking.submit(await tracking.admit('identifyVisitor', clientOf(ctx), ids));
+      await submit(deps, await admit(deps, 'identifyVisitor', clientOf(ctx), ids));
       return TRACKING_OPERATIONS.identifyVisitor.answer(ids);
     },
     recordViewEventPixel: async (c, ctx) => {
@@ -56,7 +55,7 @@ export function trackingHandlers(deps: Deps): HandlerMap<TrackingOperation> {
         throw trackingError(400, 'invalid_request', 'The page URL is missing: pass ?page= or send a Referer');
       }
       const ids = c.request.params;
-      await tracking.submit(await tracking.admit('recordViewEventPixel', clientOf(ctx), ids, { page }));
+      await submit(deps, await admit(deps, 'recordViewEventPixel', clientOf(ctx), ids, { page }));
       return TRACKING_OPERATIONS.recordViewEventPixel.answer(ids);
     },
   };

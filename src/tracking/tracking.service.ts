@@ -1,7 +1,8 @@
 // The admission of a tracking request (an event, the view pixel, identify):
 // ONE ordered list of checks (CHECKS below) that both transports run — the
 // Koa handlers (tracking.handlers.ts) and the fast path (src/http/fast-path.ts
-// through fast-ingest.handlers.ts) — with ONE set of limiters per process.
+// through fast-ingest.handlers.ts) — with ONE set of limiters per process
+// (deps.trackingLimits, made once by buildDeps in src/server.ts).
 //
 // Each check decides without charging anything. The order is the order in
 // which the contract's errors have always come: validation (the identify
@@ -22,7 +23,7 @@
 //   committed (an identify's identity is then free to repeat for a while).
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
-import { createTrafficLimits, requestCost, type TrafficLimits } from '../http/traffic-limits.ts';
+import { requestCost, type TrafficLimits } from '../http/traffic-limits.ts';
 import { type IdentifyClaim, verifyIdentify } from '../identity/verification.rules.ts';
 import type { OrganisationPolicy } from '../platform/organisation-directory.service.ts';
 import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.rules.ts';
@@ -85,173 +86,170 @@ export class Admission {
 interface Check {
   readonly name: string;
   /** whether the request passes; decides without charging or counting anything */
-  passes(a: Admission): boolean;
+  passes(limits: TrafficLimits, a: Admission): boolean;
   /** a limit: charges it once the request is admitted (charging a limit that does not admit throws its 429) */
-  charge?(a: Admission): void;
+  charge?(limits: TrafficLimits, a: Admission): void;
   /** throws the refusal; a limit without one refuses by charging */
   refuse?(a: Admission): never;
-}
-
-export interface TrackingService {
-  /** The Koa path: the admitted request, charged; a refusal throws (see above). */
-  admit(op: TrackingOperation, client: TrackingClient, ids: TrackingIds, body?: Record<string, unknown>): Promise<Admission>;
-  /** The fast path: the admitted request, charged, or null when anything would refuse it (nothing charged). */
-  tryAdmit(op: TrackingOperation, client: TrackingClient, ids: TrackingIds, body?: Record<string, unknown>): Promise<Admission | null>;
-  /** Stores the admitted request's item; resolves once it is committed. */
-  submit(a: Admission): Promise<void>;
-}
-
-const services = new WeakMap<Deps, TrackingService>();
-
-/** The process's tracking service for these deps (one set of limiters, whichever path asks). */
-export function trackingService(deps: Deps): TrackingService {
-  let s = services.get(deps);
-  if (!s) services.set(deps, (s = createTrackingService(deps)));
-  return s;
 }
 
 const rethrow = (a: Admission): never => {
   throw a.error;
 };
 
-function createTrackingService(deps: Deps): TrackingService {
-  // tracking limits: per client address, per organisation once it is known to exist,
-  // each request weighted by its body size, and identify's budget (src/http/traffic-limits.ts)
-  const limits: TrafficLimits = createTrafficLimits('tracking', deps.config.trackingLimits, deps.metrics.trackingRefused);
-
-  /** The admission sequence. CHECKS[0] runs before the policy is read, the rest after it without awaiting. */
-  const CHECKS: readonly Check[] = [
-    {
-      name: 'validation',
-      passes(a) {
-        if (a.action !== 'identify') return true;
-        try {
-          a.payload = decodeIdentifyPayload(a.ids.payload!);
-          return true;
-        } catch (e) {
-          a.error = e;
-          return false;
-        }
-      },
-      refuse: rethrow,
-    },
-    {
-      name: 'address limit',
-      passes: (a) => limits.allowsIp(a.client.ip, a.cost),
-      charge: (a) => limits.ip(a.client.ip, a.cost),
-    },
-    {
-      name: 'organisation',
-      passes: (a) => a.policy?.active === true,
-      refuse(a) {
-        throw trackingError(404, 'unknown_organisation', `Organisation ${a.ids.org_id} does not exist or is not active`);
-      },
-    },
-    {
-      name: 'organisation limit',
-      passes: (a) => limits.allowsOrg(a.ids.org_id, a.cost),
-      charge: (a) => limits.org(a.ids.org_id, a.cost),
-    },
-    {
-      name: 'origin',
-      passes: (a) => originAllowed(a.policy!, a.client.origin, a.client.referer),
-      refuse(a) {
-        checkOrigin(a.policy!, a.client.origin, a.client.referer);
-        throw new Error('unreachable: the origin check refused');
-      },
-    },
-    {
-      name: 'verification',
-      passes(a) {
-        if (a.action !== 'identify') return true;
-        try {
-          // identity verification: refused (403) before anything is stored
-          a.claim = verifyIdentify(a.policy!, a.payload!);
-        } catch (e) {
-          a.error = e;
-          return false;
-        }
-        // a new identity spends the address's identify budget; repeating one is free
-        a.identity = `${a.ids.org_id}\u0000${a.ids.core_id}\u0000${a.ids.payload}`;
+/**
+ * The admission sequence. CHECKS[0] runs before the policy is read, the rest
+ * after it without awaiting. The limits are the process's one set
+ * (`deps.trackingLimits`, made by buildDeps: per client address, per
+ * organisation once it is known to exist, each request weighted by its body
+ * size, and identify's budget; src/http/traffic-limits.ts).
+ */
+const CHECKS: readonly Check[] = [
+  {
+    name: 'validation',
+    passes(_limits, a) {
+      if (a.action !== 'identify') return true;
+      try {
+        a.payload = decodeIdentifyPayload(a.ids.payload!);
         return true;
-      },
-      refuse: rethrow,
-    },
-    {
-      name: 'identify budget',
-      passes: (a) => a.identity === undefined || limits.allowsIdentify(a.client.ip, a.identity),
-      charge(a) {
-        if (a.identity !== undefined) limits.identify(a.client.ip, a.identity);
-      },
-    },
-  ];
-
-  /** The index of the first check that refuses the request; -1 when none does. Charges nothing. */
-  async function examine(a: Admission): Promise<number> {
-    if (!CHECKS[0]!.passes(a)) return 0;
-    // one cached lookup: active, and the trust policy (no database round trip of its own)
-    a.policy = await deps.organisations.policy(a.ids.org_id);
-    for (let i = 1; i < CHECKS.length; i++) if (!CHECKS[i]!.passes(a)) return i;
-    return -1;
-  }
-
-  /** Charges the limits of the checks before `end` (all of them: CHECKS.length). */
-  function charge(a: Admission, end: number): void {
-    for (let i = 0; i < end; i++) CHECKS[i]!.charge?.(a);
-  }
-
-  /** The item of an admitted request. */
-  function itemOf(a: Admission): IngestItem {
-    const { client, ids } = a;
-    const policy = a.policy!;
-    const ua = client.userAgent;
-    const base = {
-      orgId: ids.org_id,
-      roamingId: ids.roaming_id,
-      coreId: ids.core_id,
-      receivedAt: new Date(),
-      userAgent: ua ? ua.slice(0, 1024) : null,
-      location: deps.geo.locate(client.ip),
-      policy,
-      // honoured under honor_gpc: the batch stores nothing of it that identifies or links (src/privacy/ingest-privacy.service.ts)
-      gpc: client.gpc && policy.honorGpc,
-      bot: botReason(client, policy),
-    };
-    if (a.action === 'identify') return { ...base, kind: 'identify', claim: a.claim! };
-    const corexId = ids.corex_id === undefined || ids.corex_id === 'null' ? null : ids.corex_id;
-    return { ...base, kind: 'event', corexId, name: a.action, body: a.body! };
-  }
-
-  return {
-    async admit(op, client, ids, body) {
-      const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
-      const refused = await examine(a);
-      if (refused >= 0) {
-        // what the checks it passed have always charged, then its refusal
-        charge(a, refused);
-        const check = CHECKS[refused]!;
-        if (check.refuse) check.refuse(a);
-        check.charge!(a);
-        throw new Error(`admission: the ${check.name} check refused, but its limit admitted`);
+      } catch (e) {
+        a.error = e;
+        return false;
       }
-      charge(a, CHECKS.length);
-      a.item = itemOf(a);
-      return a;
     },
+    refuse: rethrow,
+  },
+  {
+    name: 'address limit',
+    passes: (limits, a) => limits.allowsIp(a.client.ip, a.cost),
+    charge: (limits, a) => limits.ip(a.client.ip, a.cost),
+  },
+  {
+    name: 'organisation',
+    passes: (_limits, a) => a.policy?.active === true,
+    refuse(a) {
+      throw trackingError(404, 'unknown_organisation', `Organisation ${a.ids.org_id} does not exist or is not active`);
+    },
+  },
+  {
+    name: 'organisation limit',
+    passes: (limits, a) => limits.allowsOrg(a.ids.org_id, a.cost),
+    charge: (limits, a) => limits.org(a.ids.org_id, a.cost),
+  },
+  {
+    name: 'origin',
+    passes: (_limits, a) => originAllowed(a.policy!, a.client.origin, a.client.referer),
+    refuse(a) {
+      checkOrigin(a.policy!, a.client.origin, a.client.referer);
+      throw new Error('unreachable: the origin check refused');
+    },
+  },
+  {
+    name: 'verification',
+    passes(_limits, a) {
+      if (a.action !== 'identify') return true;
+      try {
+        // identity verification: refused (403) before anything is stored
+        a.claim = verifyIdentify(a.policy!, a.payload!);
+      } catch (e) {
+        a.error = e;
+        return false;
+      }
+      // a new identity spends the address's identify budget; repeating one is free
+      a.identity = `${a.ids.org_id}\u0000${a.ids.core_id}\u0000${a.ids.payload}`;
+      return true;
+    },
+    refuse: rethrow,
+  },
+  {
+    name: 'identify budget',
+    passes: (limits, a) => a.identity === undefined || limits.allowsIdentify(a.client.ip, a.identity),
+    charge(limits, a) {
+      if (a.identity !== undefined) limits.identify(a.client.ip, a.identity);
+    },
+  },
+];
 
-    async tryAdmit(op, client, ids, body) {
-      const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
-      if ((await examine(a)) >= 0) return null;
-      charge(a, CHECKS.length);
-      a.item = itemOf(a);
-      return a;
-    },
+/** The index of the first check that refuses the request; -1 when none does. Charges nothing. */
+async function examine(deps: Deps, a: Admission): Promise<number> {
+  const limits = deps.trackingLimits;
+  if (!CHECKS[0]!.passes(limits, a)) return 0;
+  // one cached lookup: active, and the trust policy (no database round trip of its own)
+  a.policy = await deps.organisations.policy(a.ids.org_id);
+  for (let i = 1; i < CHECKS.length; i++) if (!CHECKS[i]!.passes(limits, a)) return i;
+  return -1;
+}
 
-    submit(a) {
-      // an event's promise is ingest's own (no await of its own on the hot path)
-      const committed = deps.ingest.submit(a.item!);
-      const identity = a.identity;
-      return identity === undefined ? committed : committed.then(() => limits.identified(identity));
-    },
+/** Charges the limits of the checks before `end` (all of them: CHECKS.length). */
+function charge(limits: TrafficLimits, a: Admission, end: number): void {
+  for (let i = 0; i < end; i++) CHECKS[i]!.charge?.(limits, a);
+}
+
+/** The item of an admitted request. */
+function itemOf(deps: Deps, a: Admission): IngestItem {
+  const { client, ids } = a;
+  const policy = a.policy!;
+  const ua = client.userAgent;
+  const base = {
+    orgId: ids.org_id,
+    roamingId: ids.roaming_id,
+    coreId: ids.core_id,
+    receivedAt: new Date(),
+    userAgent: ua ? ua.slice(0, 1024) : null,
+    location: deps.geo.locate(client.ip),
+    policy,
+    // honoured under honor_gpc: the batch stores nothing of it that identifies or links (src/privacy/ingest-privacy.service.ts)
+    gpc: client.gpc && policy.honorGpc,
+    bot: botReason(client, policy),
   };
+  if (a.action === 'identify') return { ...base, kind: 'identify', claim: a.claim! };
+  const corexId = ids.corex_id === undefined || ids.corex_id === 'null' ? null : ids.corex_id;
+  return { ...base, kind: 'event', corexId, name: a.action, body: a.body! };
+}
+
+/** The Koa path: the admitted request, charged; a refusal throws (see above). */
+export async function admit(
+  deps: Deps,
+  op: TrackingOperation,
+  client: TrackingClient,
+  ids: TrackingIds,
+  body?: Record<string, unknown>,
+): Promise<Admission> {
+  const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
+  const limits = deps.trackingLimits;
+  const refused = await examine(deps, a);
+  if (refused >= 0) {
+    // what the checks it passed have always charged, then its refusal
+    charge(limits, a, refused);
+    const check = CHECKS[refused]!;
+    if (check.refuse) check.refuse(a);
+    check.charge!(limits, a);
+    throw new Error(`admission: the ${check.name} check refused, but its limit admitted`);
+  }
+  charge(limits, a, CHECKS.length);
+  a.item = itemOf(deps, a);
+  return a;
+}
+
+/** The fast path: the admitted request, charged, or null when anything would refuse it (nothing charged). */
+export async function tryAdmit(
+  deps: Deps,
+  op: TrackingOperation,
+  client: TrackingClient,
+  ids: TrackingIds,
+  body?: Record<string, unknown>,
+): Promise<Admission | null> {
+  const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
+  if ((await examine(deps, a)) >= 0) return null;
+  charge(deps.trackingLimits, a, CHECKS.length);
+  a.item = itemOf(deps, a);
+  return a;
+}
+
+/** Stores the admitted request's item; resolves once it is committed. */
+export function submit(deps: Deps, a: Admission): Promise<void> {
+  // an event's promise is ingest's own (no await of its own on the hot path)
+  const committed = deps.ingest.submit(a.item!);
+  const identity = a.identity;
+  return identity === undefined ? committed : committed.then(() => deps.trackingLimits.identified(identity));
 }

@@ -42,6 +42,11 @@ export interface ContactMatch {
   recent: { last_view: string[]; last_addtocart: string | null };
 }
 
+/**
+ * The fan-out of one batch (a unit of work: made by forOrganisations for the
+ * batch, its targets read once, dropped with it; docs/architecture.md "One
+ * service shape").
+ */
 export class FanOut {
   /** organisations with an integration that exports events */
   readonly exportsEvents: ReadonlySet<OrgId>;
