@@ -31,6 +31,7 @@ import {
   visitorB,
 } from './world.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('dashboard in Chromium', function () {
   this.timeout(60_000);
@@ -148,8 +149,10 @@ describe('dashboard in Chromium', function () {
       await screenshot(page, 'dashboard-integrations-desktop', true);
 
       // the signing secret on request
-      const listed = await srv.api.get(`/v1/rest/${account.platform}/integration?org_id=${org.id}`, { token: account.token });
-      const secret = listed.body.items[0].signing_secret as string;
+      const listed = await srv.api.get<BodyOf<'listIntegrations'>>(`/v1/rest/${account.platform}/integration?org_id=${org.id}`, {
+        token: account.token,
+      });
+      const secret = listed.body.items[0]!.signing_secret;
       expect(await card.textContent()).to.not.include(secret);
       await card.getByRole('button', { name: 'Show signing secret' }).click();
       await visible(card.getByText(secret));
@@ -184,7 +187,9 @@ describe('dashboard in Chromium', function () {
       await card.getByRole('alertdialog').getByRole('button', { name: 'Yes, delete' }).click();
       await visible(page.getByText('Integration deleted.'));
       await visible(page.getByText('No integrations yet.'));
-      const after = await srv.api.get(`/v1/rest/${account.platform}/integration?org_id=${org.id}`, { token: account.token });
+      const after = await srv.api.get<BodyOf<'listIntegrations'>>(`/v1/rest/${account.platform}/integration?org_id=${org.id}`, {
+        token: account.token,
+      });
       expect(after.body.items).to.deep.equal([]);
     });
 

@@ -15,6 +15,7 @@ import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -285,8 +286,8 @@ describe('dashboard in Chromium: the Events page and a visitor’s timeline (iss
       const card = page.getByRole('listitem', { name: `Integration ${receiver.url}` });
       await visible(card);
       expect(await card.textContent()).to.include('contact matches and events');
-      const listed = await srv.api.get(`/v1/rest/acme/integration?org_id=${shop.id}`, { token: acme.token });
-      expect(listed.body.items[0].data).to.include({ do_contacts: true, do_events: true });
+      const listed = await srv.api.get<BodyOf<'listIntegrations'>>(`/v1/rest/acme/integration?org_id=${shop.id}`, { token: acme.token });
+      expect(listed.body.items[0]!.data).to.include({ do_contacts: true, do_events: true });
 
       // and it does: the shopper becomes a contact (a match), then its next event is exported
       const id = await srv.api.get(`/jsv1/identify/${shop.id}/r-${shopper}/${shopper}/${b64url({ email: 'shopper@example.com' })}`);

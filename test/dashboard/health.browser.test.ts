@@ -13,6 +13,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -53,7 +54,7 @@ describe('endpoint health in the dashboard (Chromium)', function () {
   }
 
   async function health(id: number) {
-    return (await srv.api.get(`/v1/rest/${account.platform}/integration/${id}`, { token: account.token })).body.health;
+    return (await srv.api.get<BodyOf<'getIntegration'>>(`/v1/rest/${account.platform}/integration/${id}`, { token: account.token })).body.health;
   }
 
   before(async function () {

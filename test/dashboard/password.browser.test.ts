@@ -11,6 +11,7 @@ import { REGISTRATION_TOKEN, register, registration } from '../support/registrat
 import { type Account, newAccount, PASSWORD, uniqueIp } from '../support/accounts.ts';
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 
@@ -35,7 +36,11 @@ describe('dashboard in Chromium: change password (issue 22, point 4)', function 
   }
   const visible = (l: Locator, timeout = 10_000) => l.waitFor({ state: 'visible', timeout });
   const login = (platform: string, email: string, password: string) =>
-    srv.api.post(`/v1/rest/${platform}/users/login`, { email, password }, { headers: { 'x-forwarded-for': uniqueIp() } });
+    srv.api.post<BodyOf<'loginPlatformUser'>>(
+      `/v1/rest/${platform}/users/login`,
+      { email, password },
+      { headers: { 'x-forwarded-for': uniqueIp() } },
+    );
 
   async function changeFromHeader(page: Page, current: string, next: string, repeat = next) {
     await page.getByRole('link', { name: 'Change password' }).click();
@@ -57,7 +62,7 @@ describe('dashboard in Chromium: change password (issue 22, point 4)', function 
   });
 
   it('lets a platform account change its password: a wrong one is said, a stolen session ends, this tab stays signed in', async () => {
-    const stolen = (await login('acme', account.email, PASSWORD)).body.bearer_token as string;
+    const stolen = (await login('acme', account.email, PASSWORD)).body.bearer_token;
     const page = await open();
     await page.goto(`${srv.url}/dashboard`);
     await page.getByLabel('Platform name').fill(account.platform);
@@ -97,7 +102,7 @@ describe('dashboard in Chromium: change password (issue 22, point 4)', function 
   it('lets a self-registered merchant change its password, which ends its other sessions', async () => {
     const body = registration();
     expect((await register(srv, body)).status).to.equal(200);
-    const stolen = (await login('merchant', body.email, body.password)).body.bearer_token as string;
+    const stolen = (await login('merchant', body.email, body.password)).body.bearer_token;
     const page = await open();
     await page.goto(`${srv.url}/dashboard`);
     await page.getByLabel('a shop I registered myself').check();

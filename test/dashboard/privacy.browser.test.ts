@@ -15,6 +15,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { passesEventually } from '../support/wait.ts';
 import { b64url } from '../support/payload.ts';
 import type { OrgId } from '../support/org-id.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -29,7 +30,7 @@ describe('dashboard Privacy page in Chromium', function () {
   const problems: string[] = [];
 
   const base = () => `/v1/rest/${account.platform}/organisations/${org.id}`;
-  const read = async () => (await srv.api.get(base(), { token: account.token })).body;
+  const read = async () => (await srv.api.get<BodyOf<'getOrganisation'>>(base(), { token: account.token })).body;
   const visible = (l: Locator, timeout = 20_000) => l.waitFor({ state: 'visible', timeout });
 
   async function open(viewport: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page }> {
@@ -140,7 +141,7 @@ describe('dashboard Privacy page in Chromium', function () {
       // the API reports on each shape of the subject; the page says what was wrong with the one it sent
       expect(await alert.textContent()).to.match(/^The customer's phone: /);
       await screenshot(page, 'dashboard-privacy-error-desktop');
-      expect((await srv.api.get(`${base()}/privacy-requests`, { token: account.token })).body.items).to.have.length(1);
+      expect((await srv.api.get<BodyOf<'listPrivacyRequests'>>(`${base()}/privacy-requests`, { token: account.token })).body.items).to.have.length(1);
     });
 
     it('erases the customer only after a confirmation, suppresses them, and lists the entry without saying who', async () => {
@@ -151,7 +152,10 @@ describe('dashboard Privacy page in Chromium', function () {
       expect(await dialog.textContent()).to.include(`Erase everything stored about the customer with email ${shopper.email}?`);
       await screenshot(page, 'dashboard-privacy-confirm-desktop', true);
       await dialog.getByRole('button', { name: 'Cancel' }).click();
-      expect((await srv.api.get(`${base()}/privacy-requests`, { token: account.token })).body.items, 'nothing sent').to.have.length(1);
+      expect(
+        (await srv.api.get<BodyOf<'listPrivacyRequests'>>(`${base()}/privacy-requests`, { token: account.token })).body.items,
+        'nothing sent',
+      ).to.have.length(1);
 
       await page.getByRole('button', { name: 'Erase the customer' }).click();
       await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, erase' }).click();
@@ -159,11 +163,11 @@ describe('dashboard Privacy page in Chromium', function () {
       const row = await newest(page, 'Erase', 'done');
       expect(await row.textContent()).to.include('removed 1 person, 1 visitor, 1 contact, 2 events');
       expect(await row.textContent()).to.include('suppressed');
-      const { items: requests } = (await srv.api.get(`${base()}/privacy-requests`, { token: account.token })).body;
+      const { items: requests } = (await srv.api.get<BodyOf<'listPrivacyRequests'>>(`${base()}/privacy-requests`, { token: account.token })).body;
       const suppressions = page.getByRole('table', { name: 'Suppression list, newest first' });
       await visible(suppressions);
       expect((await suppressions.locator('tbody tr').allTextContents()).map((t) => t.replace(/^.*?(email)/, '$1'))).to.deep.equal([
-        `email#${requests[0].id}`,
+        `email#${requests[0]!.id}`,
       ]);
       expect(await page.locator('main').textContent(), 'the page never shows the email after the request').to.not.include(shopper.email);
       expect((await srv.api.get(`${base()}/visitors/${shopper.core}`, { token: account.token })).status).to.equal(404);
@@ -183,7 +187,9 @@ describe('dashboard Privacy page in Chromium', function () {
       await visible(page.getByText('taken off the suppression list.', { exact: false }));
       await visible(page.getByText('Nobody is suppressed.'));
       await newest(page, 'Stop suppressing', 'done');
-      expect((await srv.api.get(`${base()}/privacy-suppressions`, { token: account.token })).body.items).to.deep.equal([]);
+      expect(
+        (await srv.api.get<BodyOf<'listPrivacySuppressions'>>(`${base()}/privacy-suppressions`, { token: account.token })).body.items,
+      ).to.deep.equal([]);
     });
 
     it('saves the privacy settings, and shows what the API refuses', async () => {

@@ -6,6 +6,7 @@ import http from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import type { PlatformError } from '../support/client.ts';
 
 describe('dashboard routes', () => {
   let srv: TestServer;
@@ -79,7 +80,7 @@ describe('dashboard routes', () => {
 
   it('answers a JSON 404 for an unknown asset, never the page', async () => {
     for (const path of ['/dashboard/assets/app-000000000000.js', '/dashboard/assets/x/y.css']) {
-      const r = await srv.api.get(path, { unchecked: true });
+      const r = await srv.api.get<PlatformError>(path, { unchecked: true });
       expect(r.status, path).to.equal(404);
       expect(r.body.code).to.equal(4040);
     }

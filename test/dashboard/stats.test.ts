@@ -8,6 +8,7 @@ import { type Account, newAccount, newMerchant, unique } from '../support/accoun
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { b64url } from '../support/payload.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf, PlatformError } from '../support/client.ts';
 
 const HOUR = 3_600_000;
 
@@ -49,7 +50,7 @@ describe('organisation statistics (getOrganisationStats)', () => {
   it('answers zeros and 24 empty hours for a new organisation, the current hour last', async () => {
     const org = (await newMerchant(srv, account)).organisation.id;
     const before = Date.now();
-    const r = await srv.api.get(statsPath(org), { token: account.token });
+    const r = await srv.api.get<BodyOf<'getOrganisationStats'>>(statsPath(org), { token: account.token });
     expect(r.status, r.text).to.equal(200);
     expect(r.body).to.include({ visitors_24h: 0, visitors_7d: 0, contacts_24h: 0, contacts_7d: 0, events_24h: 0, events_7d: 0 });
     const hours = r.body.events_per_hour as { hour: string; count: number }[];
@@ -64,7 +65,7 @@ describe('organisation statistics (getOrganisationStats)', () => {
   it('counts distinct visitors, distinct linked contacts and events of the organisation', async () => {
     const org = await busyShop();
     await busyShop(); // another organisation's activity is not counted
-    const r = await srv.api.get(statsPath(org), { token: account.token });
+    const r = await srv.api.get<BodyOf<'getOrganisationStats'>>(statsPath(org), { token: account.token });
     expect(r.status, r.text).to.equal(200);
     expect(r.body).to.include({ visitors_24h: 2, visitors_7d: 2, contacts_24h: 2, contacts_7d: 2, events_24h: 4, events_7d: 4 });
     const hours = r.body.events_per_hour as { hour: string; count: number }[];
@@ -93,12 +94,12 @@ describe('organisation statistics (getOrganisationStats)', () => {
   it('answers 403 for an organisation of another account, 401 without a token', async () => {
     const org = await busyShop();
     const stranger = await newAccount(srv, 'otherplatform');
-    const foreign = await srv.api.get(statsPath(org, stranger.platform), { token: stranger.token });
+    const foreign = await srv.api.get<PlatformError>(statsPath(org, stranger.platform), { token: stranger.token });
     expect(foreign.status).to.equal(403);
     expect(foreign.body.code).to.equal(4030);
     const missing = await srv.api.get(statsPath(987654321), { token: account.token });
     expect(missing.status).to.equal(403);
-    const anonymous = await srv.api.get(statsPath(org));
+    const anonymous = await srv.api.get<PlatformError>(statsPath(org));
     expect(anonymous.status).to.equal(401);
     expect(anonymous.body.code).to.equal(4010);
   });

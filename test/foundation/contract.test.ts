@@ -74,7 +74,7 @@ describe('contract', () => {
     // without PUBLIC_URL: the address the request reached
     const here = { url: srv.url, description: 'This Trackway instance (every area)' };
     const published = JSON.parse(JSON.stringify({ ...doc, servers: [here, ...(doc.servers as unknown[])] }));
-    const json = await srv.api.get('/openapi.json', { unchecked: true });
+    const json = await srv.api.get<{ servers: unknown[] }>('/openapi.json', { unchecked: true });
     expect(json.status).to.equal(200);
     expect(json.body.servers).to.deep.equal(published.servers);
     expect(json.body).to.deep.equal(published);
@@ -87,7 +87,7 @@ describe('contract', () => {
   it('names PUBLIC_URL first in servers when it is set', async () => {
     const other = await startTestServer({ PUBLIC_URL: 'https://trackway.shop-platform.example/' });
     try {
-      const json = await other.api.get('/openapi.json', { unchecked: true });
+      const json = await other.api.get<{ servers: unknown[] }>('/openapi.json', { unchecked: true });
       expect(json.body.servers[0]).to.deep.equal({
         url: 'https://trackway.shop-platform.example',
         description: 'This Trackway instance (every area)',

@@ -17,6 +17,7 @@ import { launchChromium, screenshot } from '../support/browser.ts';
 import { doc } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { testOrgId } from '../support/org-id.ts';
+import type { BodyOf } from '../support/client.ts';
 
 type Json = Record<string, unknown>;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
@@ -153,14 +154,18 @@ async function execute(page: Page, operationId: string, expected: number, body =
 async function seed(srv: TestServer, credentials: { email: string; password: string }): Promise<void> {
   const db = srv.database.handle.db;
   await ensurePlatformAccount(srv.deps, { platform: 'acme', email: credentials.email, password: credentials.password, name: 'Acme' });
-  const login = await srv.api.post('/v1/rest/acme/users/login', credentials);
-  const token = login.body.bearer_token as string;
+  const login = await srv.api.post<BodyOf<'loginPlatformUser'>>('/v1/rest/acme/users/login', credentials);
+  const token = login.body.bearer_token;
   const next = (table: string, id: number) => sql`SELECT setval(${`${table}_id_seq`}, ${id - 1})`.execute(db);
   // organisation 42, with the domain the examples' tracking pages use
   await next('organisations', 42);
-  const reg = await srv.api.post('/v1/rest/acme/users/register', { email: 'owner@linen.shop.example', domain: 'linen.shop.example' }, { token });
+  const reg = await srv.api.post<BodyOf<'registerClientUser'>>(
+    '/v1/rest/acme/users/register',
+    { email: 'owner@linen.shop.example', domain: 'linen.shop.example' },
+    { token },
+  );
   expect(reg.status, reg.text).to.equal(201);
-  const orgId = testOrgId(reg.body.organisation.id as number);
+  const orgId = testOrgId(reg.body.organisation.id);
   expect(orgId).to.equal(42);
   // the learning-event example's org_token is organisation 42's (looked up by its sha256)
   const learn = (doc.paths['/rest/v1/learn/event']!.post as Json).requestBody as Json;
@@ -170,7 +175,7 @@ async function seed(srv: TestServer, credentials: { email: string; password: str
   await db.updateTable('organisation_tokens').set({ token_hash: tokenHash }).where('org_id', '=', orgId).execute();
   // integration 7 of organisation 42
   await next('integrations', 7);
-  const hook = await srv.api.post(
+  const hook = await srv.api.post<BodyOf<'createIntegration'>>(
     '/v1/rest/acme/integration',
     {
       org_id: orgId,
@@ -189,11 +194,11 @@ async function seed(srv: TestServer, credentials: { email: string; password: str
     `/jsv1/identify/${orgId}/${params.RoamingId!.example as string}/${params.CoreId!.example as string}/${params.IdentifyPayloadSegment!.example as string}`,
   );
   expect(identify.status, identify.text).to.equal(200);
-  const deliveries = await srv.api.get(`/v1/rest/acme/organisations/${orgId}/deliveries`, { token });
+  const deliveries = await srv.api.get<BodyOf<'listDeliveries'>>(`/v1/rest/acme/organisations/${orgId}/deliveries`, { token });
   expect(deliveries.body.items.map((d: { id: number }) => d.id)).to.include(9812);
   // privacy request 314
   await next('privacy_requests', 314);
-  const privacy = await srv.api.post(
+  const privacy = await srv.api.post<BodyOf<'createPrivacyRequest'>>(
     `/v1/rest/acme/organisations/${orgId}/privacy-requests`,
     { type: 'export', subject: { email: 'someone.else@example.com' } },
     { token },

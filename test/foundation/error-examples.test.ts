@@ -15,7 +15,7 @@ import { startOnDatabase } from '../../src/server.ts';
 import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique, uniqueIp } from '../support/accounts.ts';
 import { BAD_REQUEST_OPERATIONS, badRequests } from './bad-request-drivers.ts';
-import { ApiClient, type Reply } from '../support/client.ts';
+import { ApiClient, type Reply, type BodyOf } from '../support/client.ts';
 import { doc } from '../support/contract.ts';
 import { freshDatabase, startTestServer, type TestServer } from '../support/harness.ts';
 import { b64url } from '../support/payload.ts';
@@ -184,7 +184,7 @@ describe('documented error examples equal the server’s answers', function () {
       // a self-registered merchant's session asks for the platform-only operation
       const body = registration();
       await register(srv, body);
-      const l = await srv.api.post(
+      const l = await srv.api.post<BodyOf<'loginPlatformUser'>>(
         '/v1/rest/merchant/users/login',
         { email: body.email, password: body.password },
         { headers: { 'x-forwarded-for': uniqueIp() } },
@@ -199,8 +199,8 @@ describe('documented error examples equal the server’s answers', function () {
       const o = (await newMerchant(srv, account)).organisation.id;
       await newWebhook(srv, account, o);
       await identify(o, b64url({ email: `${unique('v')}@example.com` }));
-      const list = await srv.api.get(`${p()}/organisations/${o}/deliveries`, { token: account.token });
-      return srv.api.post(`${p()}/deliveries/${list.body.items[0].id}/retry`, undefined, { token: account.token });
+      const list = await srv.api.get<BodyOf<'listDeliveries'>>(`${p()}/organisations/${o}/deliveries`, { token: account.token });
+      return srv.api.post(`${p()}/deliveries/${list.body.items[0]!.id}/retry`, undefined, { token: account.token });
     },
     // tracking
     TrackingNotFound: () => event(987654321, 'view')({ page: 'https://shop.example/' }),

@@ -18,6 +18,7 @@ import { type Account, newAccount, newMerchant, newWebhook, unique } from '../su
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const TENANT = new Map(TENANT_TABLES.map((t) => [t.table, t.column]));
 
@@ -184,10 +185,10 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     seen.length = 0;
     recording = true;
     const run = async (body: unknown) => {
-      const r = await srv.api.post(`${platformPath}/privacy-requests`, body, { token: account.token });
+      const r = await srv.api.post<BodyOf<'createPrivacyRequest'>>(`${platformPath}/privacy-requests`, body, { token: account.token });
       expect(r.status, r.text).to.equal(202);
       for (;;) {
-        const g = await srv.api.get(`${platformPath}/privacy-requests/${r.body.id}`, { token: account.token });
+        const g = await srv.api.get<BodyOf<'getPrivacyRequest'>>(`${platformPath}/privacy-requests/${r.body.id}`, { token: account.token });
         if (g.body.status === 'done' || g.body.status === 'failed') return g.body;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

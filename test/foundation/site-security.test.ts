@@ -7,6 +7,7 @@
 // it is not.
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import type { PlatformError } from '../support/client.ts';
 
 const PROTOTYPE_NAMES = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf', 'isPrototypeOf', '__defineGetter__', 'prototype'];
 
@@ -20,7 +21,7 @@ describe('site hardening', () => {
   it('answers every unknown asset name with a JSON 404, prototype names included (docs and dashboard)', async () => {
     for (const name of [...PROTOTYPE_NAMES, 'no-such-file.js', '..%2Fpackage.json']) {
       for (const base of ['/docs/assets/', '/dashboard/assets/']) {
-        const r = await srv.api.get(base + name, { unchecked: true });
+        const r = await srv.api.get<PlatformError>(base + name, { unchecked: true });
         expect(r.status, base + name).to.equal(404);
         expect(r.body.code, base + name).to.equal(4040);
       }

@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
 import { type Account, PASSWORD, newAccount, newMerchant, newWebhook, unique, uniqueIp } from '../support/accounts.ts';
-import type { Reply } from '../support/client.ts';
+import type { Reply, BodyOf } from '../support/client.ts';
 import { doc } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
@@ -143,14 +143,16 @@ describe('documented success examples have the shape of the server’s answers',
       eventName: 'newsletter_signup',
       eventVal: { list: 'weekly', source: 'footer' },
     });
-    const list = await srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/deliveries`, { token: account.token });
-    deliveries = list.body.items as { id: number; kind: string }[];
-    const made = await srv.api.post(
+    const list = await srv.api.get<BodyOf<'listDeliveries'>>(`/v1/rest/${account.platform}/organisations/${orgId}/deliveries`, {
+      token: account.token,
+    });
+    deliveries = list.body.items;
+    const made = await srv.api.post<BodyOf<'createPrivacyRequest'>>(
       `/v1/rest/${account.platform}/organisations/${orgId}/privacy-requests`,
       { type: 'export', subject: { core_id: coreId } },
       { token: account.token },
     );
-    privacyId = made.body.id as number;
+    privacyId = made.body.id;
   });
   after(async () => {
     for (const r of receivers) r.close();
@@ -177,7 +179,7 @@ describe('documented success examples have the shape of the server’s answers',
   /** Waits (by polling the API, not the clock alone) until the privacy request has finished. */
   const finished = async () => {
     for (;;) {
-      const r = await srv.api.get(`${o()}/privacy-requests/${privacyId}`, auth());
+      const r = await srv.api.get<BodyOf<'getPrivacyRequest'>>(`${o()}/privacy-requests/${privacyId}`, auth());
       if (r.body.status === 'done' || r.body.status === 'failed') return r;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -209,19 +211,19 @@ describe('documented success examples have the shape of the server’s answers',
     'listIntegrations 200': () => srv.api.get(`${p()}/integration?org_id=${orgId}&limit=1`, auth()),
     'createIntegration 201': () => srv.api.post(`${p()}/integration`, hook(), auth()),
     'updateIntegration 200': async () => {
-      const made = await srv.api.post(`${p()}/integration`, hook(), auth());
+      const made = await srv.api.post<BodyOf<'createIntegration'>>(`${p()}/integration`, hook(), auth());
       return srv.api.put(`${p()}/integration`, hook({ id: made.body.integration.id, active: false }), auth());
     },
     'createIntegrationUnscoped 201': () => srv.api.post('/v1/rest/integration', hook(), auth()),
     'updateIntegrationUnscoped 200': async () => {
-      const made = await srv.api.post('/v1/rest/integration', hook(), auth());
+      const made = await srv.api.post<BodyOf<'createIntegrationUnscoped'>>('/v1/rest/integration', hook(), auth());
       return srv.api.put('/v1/rest/integration', hook({ id: made.body.integration.id, active: false }), auth());
     },
     'getIntegration 200 healthy': () => srv.api.get(`${p()}/integration/${hookId}`, auth()),
     'getIntegration 200 paused': () => srv.api.get(`${p()}/integration/${hookId}`, auth()),
     'getIntegration 200 disabled': () => srv.api.get(`${p()}/integration/${hookId}`, auth()),
     'patchIntegration 200': async () => {
-      const made = await srv.api.post(`${p()}/integration`, hook(), auth());
+      const made = await srv.api.post<BodyOf<'createIntegration'>>(`${p()}/integration`, hook(), auth());
       return srv.api.request('PATCH', `${p()}/integration/${made.body.integration.id}`, { body: { active: false }, ...auth() });
     },
     'testIntegration 200 delivered': () => srv.api.post(`${p()}/integration/${hookId}/test`, undefined, auth()),

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('identity: stitching and recent activity', () => {
   let srv: TestServer;
@@ -165,15 +166,22 @@ describe('identity: stitching and recent activity', () => {
     const b = visitor();
     await a.view(1);
     await b.identify({ email: 'listed@s.example' });
-    const all = await srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors?limit=1`, { token: account.token });
-    expect(all.body.items).to.have.length(1);
-    expect(all.body.items[0].core_id).to.equal(b.core);
-    const next = await srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors?limit=1&cursor=${all.body.next_cursor}`, {
+    const all = await srv.api.get<BodyOf<'listVisitors'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors?limit=1`, {
       token: account.token,
     });
+    expect(all.body.items).to.have.length(1);
+    expect(all.body.items[0]!.core_id).to.equal(b.core);
+    const next = await srv.api.get<BodyOf<'listVisitors'>>(
+      `/v1/rest/${account.platform}/organisations/${org}/visitors?limit=1&cursor=${all.body.next_cursor}`,
+      {
+        token: account.token,
+      },
+    );
     expect(next.body.items.map((v: { core_id: string }) => v.core_id)).to.deep.equal([a.core]);
     expect(next.body.next_cursor).to.equal(null);
-    const known = await srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors?contacts_only=true`, { token: account.token });
+    const known = await srv.api.get<BodyOf<'listVisitors'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors?contacts_only=true`, {
+      token: account.token,
+    });
     expect(known.body.items.map((v: { core_id: string }) => v.core_id)).to.deep.equal([b.core]);
     const stranger = await newAccount(srv, 'other');
     const denied = await srv.api.get(`/v1/rest/other/organisations/${org}/visitors/${a.core}`, { token: stranger.token });
@@ -199,7 +207,7 @@ describe('identity: stitching and recent activity', () => {
       cursor = r.body.next_cursor;
     } while (cursor);
     expect(seen).to.deep.equal(['buy', 'productview', 'productview', 'productview', 'productview', 'productview']);
-    const buys = await srv.api.get(`${base}?name=buy`, { token: account.token });
+    const buys = await srv.api.get<BodyOf<'listEvents'>>(`${base}?name=buy`, { token: account.token });
     expect(buys.body.items).to.have.length(1);
     const forged = Buffer.from(JSON.stringify({ p: { at: 'yesterday', id: 1 }, f: 'x' })).toString('base64url');
     expect((await srv.api.get(`${base}?cursor=${forged}`, { token: account.token })).status).to.equal(400);

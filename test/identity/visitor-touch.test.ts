@@ -8,6 +8,7 @@ import { VISITOR_TOUCH_SECONDS } from '../../src/identity/visitors-upsert.reposi
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('tracking: returning visitors are not rewritten on every event', () => {
   let srv: TestServer;
@@ -43,7 +44,7 @@ describe('tracking: returning visitors are not rewritten on every event', () => 
     expect((await post('r1', core, 'productview', { product_id: 7, price: 1, product_url: product })).status).to.equal(202);
     expect((await row(core)).xmin, 'not rewritten').to.equal(first.xmin);
     expect(await events(core)).to.equal(2);
-    const v = await srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
+    const v = await srv.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
     expect(v.status, v.text).to.equal(200);
     expect(v.body.recent.last_view).to.deep.equal([product]);
   });

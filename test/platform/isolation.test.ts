@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, webhookBody } from '../support/accounts.ts';
-import { errorBody } from '../support/client.ts';
+import { errorBody, type BodyOf } from '../support/client.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
 
 interface Tenant {
@@ -21,7 +21,7 @@ describe('tenant isolation matrix (platform API)', () => {
   let srv: TestServer;
   let victim: Tenant;
   let victimSecrets: string[];
-  let victimCursor: string;
+  let victimCursor: string | null;
 
   async function tenant(platform: string): Promise<Tenant> {
     const account = await newAccount(srv, platform);
@@ -63,7 +63,7 @@ describe('tenant isolation matrix (platform API)', () => {
       .values({ org_id: v.orgId, integration_id: v.integrationId, kind: 'event', body: '{}', next_attempt_at: new Date() })
       .execute();
     victimSecrets = [v.domain, v.token, v.secret, `secret-token-of-${v.orgId}`, `private shop of ${v.account.email}`, v.account.email];
-    const page = await srv.api.get(`/v1/rest/acme/integration?org_id=${v.orgId}&limit=1`, { token: v.account.token });
+    const page = await srv.api.get<BodyOf<'listIntegrations'>>(`/v1/rest/acme/integration?org_id=${v.orgId}&limit=1`, { token: v.account.token });
     victimCursor = page.body.next_cursor;
     expect(victimCursor).to.be.a('string');
   });
@@ -214,7 +214,7 @@ describe('tenant isolation matrix (platform API)', () => {
         const t = victim.account.token;
         const org = await srv.api.get(`/v1/rest/acme/organisations/${victim.orgId}`, { token: t });
         expect(org.status).to.equal(200);
-        const i = await srv.api.get(`/v1/rest/acme/integration/${victim.integrationId}`, { token: t });
+        const i = await srv.api.get<BodyOf<'getIntegration'>>(`/v1/rest/acme/integration/${victim.integrationId}`, { token: t });
         expect(i.status).to.equal(200);
         expect(i.body.active).to.equal(true);
         const pending = await srv.database.handle.db.selectFrom('deliveries').select('status').where('org_id', '=', victim.orgId).execute();

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('lockout without denial of service', function () {
   this.timeout(120_000);
@@ -24,7 +25,7 @@ describe('lockout without denial of service', function () {
     return email;
   }
   const attempt = (email: string, password: string, ip: string) =>
-    srv.api.post('/v1/rest/acme/users/login', { email, password }, { headers: { 'x-forwarded-for': ip } });
+    srv.api.post<BodyOf<'loginPlatformUser'>>('/v1/rest/acme/users/login', { email, password }, { headers: { 'x-forwarded-for': ip } });
 
   it('lets the owner log in from another address after an attacker failed 11 times (and keeps doing so), while the attacker stays limited', async () => {
     const email = await account();

@@ -18,6 +18,7 @@ import {
 } from '../../src/platform/passwords.crypto.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
+import type { BodyOf, PlatformError } from '../support/client.ts';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -38,7 +39,7 @@ describe('password hashing', function () {
     after(() => srv.stop());
 
     const login = (email: string, password: string) =>
-      srv.api.post('/v1/rest/acme/users/login', { email, password }, { headers: { 'x-forwarded-for': uniqueIp() } });
+      srv.api.post<BodyOf<'loginPlatformUser'>>('/v1/rest/acme/users/login', { email, password }, { headers: { 'x-forwarded-for': uniqueIp() } });
     const storedHash = async (email: string) =>
       await srv.database.handle.db
         .selectFrom('users')
@@ -141,7 +142,7 @@ describe('password hashing', function () {
 
       const replies = await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
-          srv.api.post('/v1/rest/acme/users/login', { email: `flood-${i}@platform.example`, password: 'whatever-123' }),
+          srv.api.post<PlatformError>('/v1/rest/acme/users/login', { email: `flood-${i}@platform.example`, password: 'whatever-123' }),
         ),
       );
       const statuses = new Set(replies.map((r) => r.status));

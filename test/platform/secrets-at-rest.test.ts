@@ -20,7 +20,7 @@ import { sealSecretsAtRest } from '../../src/platform/sealing.service.ts';
 import { Cipher } from '../../src/platform/secrets.service.ts';
 import { organisationTokenHash } from '../../src/platform/registration.service.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
-import { ApiClient } from '../support/client.ts';
+import { ApiClient, type BodyOf } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { testDatabaseServer } from '../support/global.ts';
 import { newAccount, newMerchant } from '../support/accounts.ts';
@@ -73,12 +73,12 @@ describe('secrets at rest', function () {
       expect(account.token.split('.')).to.have.length(3);
       // organisation reads decrypt, the registration answer had the token, learning events find it by its hash
       for (const m of merchants) {
-        const one = await srv.api.get(`/v1/rest/acme/organisations/${m.organisation.id}`, { token: account.token });
+        const one = await srv.api.get<BodyOf<'getOrganisation'>>(`/v1/rest/acme/organisations/${m.organisation.id}`, { token: account.token });
         expect(one.body.token).to.equal(m.organisation.token);
         const learn = await srv.api.post('/rest/v1/learn/event', { org_token: m.organisation.token, eventName: 'sealed', eventVal: 'x' });
         expect(learn.status, learn.text).to.equal(200);
       }
-      const list = await srv.api.get('/v1/rest/acme/organisations', { token: account.token });
+      const list = await srv.api.get<BodyOf<'listOrganisations'>>('/v1/rest/acme/organisations', { token: account.token });
       expect(list.body.items.map((o: { token: string }) => o.token).sort()).to.deep.equal(merchants.map((m) => m.organisation.token).sort());
     });
   });
@@ -165,7 +165,7 @@ describe('secrets at rest', function () {
       expect(new Cipher(KEY).decrypt(settings[0]!.value)).to.equal(CLEAR_JWT);
 
       const api = new ApiClient(running.url);
-      const orgs = await api.get('/v1/rest/acme/organisations', { token: oldBearer });
+      const orgs = await api.get<BodyOf<'listOrganisations'>>('/v1/rest/acme/organisations', { token: oldBearer });
       expect(orgs.status, orgs.text).to.equal(200);
       expect(orgs.body.items.map((o: { token: string }) => o.token)).to.deep.equal([CLEAR_TOKEN]);
       const learn = await api.post('/rest/v1/learn/event', { org_token: CLEAR_TOKEN, eventName: 'after-upgrade', eventVal: 'x' });

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newVisitor, tracker } from './helpers.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -64,19 +65,17 @@ describe('privacy: CLI', function () {
     expect(erased.out).to.match(/^erased: 1 person, 1 visitor, 1 contact, 2 events, 0 deliveries \(privacy request \d+ of organisation \d+\)\n$/);
     const r = await srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/visitors/${v.core}`, { token: account.token });
     expect(r.status).to.equal(404);
-    const requests = await srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/privacy-requests`, { token: account.token });
-    expect(
-      requests.body.items.map((x: { type: string; status: string; requested_via: string; requested_by: null }) => [
-        x.type,
-        x.status,
-        x.requested_via,
-        x.requested_by,
-      ]),
-    ).to.deep.equal([
+    const requests = await srv.api.get<BodyOf<'listPrivacyRequests'>>(`/v1/rest/${account.platform}/organisations/${orgId}/privacy-requests`, {
+      token: account.token,
+    });
+    expect(requests.body.items.map((x) => [x.type, x.status, x.requested_via, x.requested_by])).to.deep.equal([
       ['erase', 'done', 'cli', null],
       ['export', 'done', 'cli', null],
     ]);
-    const suppressed = await srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/privacy-suppressions`, { token: account.token });
+    const suppressed = await srv.api.get<BodyOf<'listPrivacySuppressions'>>(
+      `/v1/rest/${account.platform}/organisations/${orgId}/privacy-suppressions`,
+      { token: account.token },
+    );
     expect(suppressed.body.items).to.have.length(1);
   });
 

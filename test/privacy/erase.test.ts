@@ -16,6 +16,7 @@ import { TestReceiver } from '../support/receiver.ts';
 import { eventually } from '../support/wait.ts';
 import { newVisitor, privacyApi, scanDatabase, scanDatabaseWithFigures, tablesOf, tracker, type Visitor } from './helpers.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 interface Shopper {
   email: string;
@@ -99,7 +100,7 @@ describe('privacy: erasure', function () {
     // an earlier export of the person: its result holds her too
     const exported = await api.run({ type: 'export', subject: { phone: jane.phone } });
     expect(exported.status, JSON.stringify(exported)).to.equal('done');
-    expect(exported.result.contacts.map((c: { value: string }) => c.value).sort()).to.deep.equal([jane.email, jane.phoneStored].sort());
+    expect(exported.result!.contacts.map((c) => c.value).sort()).to.deep.equal([jane.email, jane.phoneStored].sort());
 
     const janeNeedles = [jane.email, jane.phoneStored, jane.phone, jane.name];
     const otherNeedles = [other.email, other.phoneStored, other.name];
@@ -118,11 +119,11 @@ describe('privacy: erasure', function () {
 
     const erased = await api.run({ type: 'erase', subject: { email: `  ${jane.email.toUpperCase()} ` }, suppress: true });
     expect(erased.status, JSON.stringify(erased)).to.equal('done');
-    expect(erased.counts.persons).to.equal(1);
-    expect(erased.counts.visitors).to.equal(2);
-    expect(erased.counts.contacts).to.equal(2);
-    expect(erased.counts.events).to.equal(5);
-    expect(erased.counts.deliveries).to.be.greaterThan(4);
+    expect(erased.counts!.persons).to.equal(1);
+    expect(erased.counts!.visitors).to.equal(2);
+    expect(erased.counts!.contacts).to.equal(2);
+    expect(erased.counts!.events).to.equal(5);
+    expect(erased.counts!.deliveries).to.be.greaterThan(4);
     expect(erased.finished_at).to.be.a('string');
 
     // a signed notice per contact, to the integration notified of contacts only
@@ -141,14 +142,16 @@ describe('privacy: erasure', function () {
 
     // once delivered, the stored notices keep no contact (the echo's response excerpts neither)
     const redacted = await eventually(async () => {
-      const r = await srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/deliveries?limit=200`, { token: account.token });
-      const mine = r.body.items.filter((d: { kind: string }) => d.kind === 'erased');
-      return mine.length === 2 && mine.every((d: { payload: { redacted?: boolean } }) => d.payload.redacted === true) ? mine : undefined;
+      const r = await srv.api.get<BodyOf<'listDeliveries'>>(`/v1/rest/${account.platform}/organisations/${orgId}/deliveries?limit=200`, {
+        token: account.token,
+      });
+      const mine = r.body.items.filter((d) => d.kind === 'erased');
+      return mine.length === 2 && mine.every((d) => (d.payload as { redacted?: boolean }).redacted === true) ? mine : undefined;
     }, 20_000);
     for (const d of redacted) {
       expect(d.status).to.equal('delivered');
       expect(d.payload).to.deep.equal({ medium: 'erased', type: d.payload.type, org_id: String(orgId), date: today, redacted: true });
-      expect(d.attempts[0].response_excerpt).to.equal(null);
+      expect(d.attempts[0]!.response_excerpt).to.equal(null);
     }
 
     // no table, no column holds her email, phone or name
@@ -172,7 +175,9 @@ describe('privacy: erasure', function () {
     for (const v of jane.devices) {
       const r = await srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/visitors/${v.core}`, { token: account.token });
       expect(r.status, r.text).to.equal(404);
-      const events = await srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/events?core_id=${v.core}`, { token: account.token });
+      const events = await srv.api.get<BodyOf<'listEvents'>>(`/v1/rest/${account.platform}/organisations/${orgId}/events?core_id=${v.core}`, {
+        token: account.token,
+      });
       expect(events.body.items).to.deep.equal([]);
     }
     for (const v of other.devices) {

@@ -43,26 +43,23 @@ describe('privacy: export', function () {
     const api = privacyApi(srv, account, orgId);
     const byEmail = await api.run({ type: 'export', subject: { email: jane.email } });
     expect(byEmail.status, JSON.stringify(byEmail)).to.equal('done');
-    const doc = byEmail.result;
+    const doc = byEmail.result!;
     expect(doc).to.include({ org_id: orgId, subject_type: 'email', found: true });
-    expect(doc.contacts.map((c: { type: string; value: string }) => `${c.type}:${c.value}`).sort()).to.deep.equal([
-      `EMAIL:${jane.email}`,
-      'PHONE:+442079460001',
-    ]);
-    expect(doc.visitors.map((v: { core_id: string }) => v.core_id).sort()).to.deep.equal(jane.devices.map((d) => d.core).sort());
+    expect(doc.contacts.map((c) => `${c.type}:${c.value}`).sort()).to.deep.equal([`EMAIL:${jane.email}`, 'PHONE:+442079460001']);
+    expect(doc.visitors.map((v) => v.core_id).sort()).to.deep.equal(jane.devices.map((d) => d.core).sort());
     for (const v of doc.visitors) {
       expect(v.user_agent).to.equal(jane.ua);
       expect(v).to.have.keys(['core_id', 'roaming_id', 'corex_id', 'name', 'first_seen', 'last_seen', 'user_agent', 'location']);
     }
-    expect(doc.visitors.find((v: { core_id: string }) => v.core_id === jane.devices[0]!.core).name).to.equal('Jane');
+    expect(doc.visitors.find((v) => v.core_id === jane.devices[0]!.core)!.name).to.equal('Jane');
     // every event with its body, oldest first
-    expect(doc.events.map((e: { name: string }) => e.name)).to.deep.equal(['view', 'productview', 'updatecart']);
-    expect(doc.events[1].body).to.deep.equal({ product_id: 7, price: 10, product_url: `https://${domain}/p/7` });
+    expect(doc.events.map((e) => e.name)).to.deep.equal(['view', 'productview', 'updatecart']);
+    expect(doc.events[1]!.body).to.deep.equal({ product_id: 7, price: 10, product_url: `https://${domain}/p/7` });
     // the notifications about her: a match per contact, the cart exported to both contacts
-    const kinds = doc.notifications.map((n: { kind: string; payload: { contact: string } }) => `${n.kind}:${n.payload.contact}`).sort();
+    const kinds = doc.notifications.map((n) => `${n.kind}:${(n.payload as { contact: string }).contact}`).sort();
     expect(kinds).to.deep.equal([`event:${jane.email}`, 'event:+442079460001', `matched:${jane.email}`, 'matched:+442079460001'].sort());
-    expect(doc.profile.last_view).to.deep.equal([{ url: `https://${domain}/p/7`, at: doc.profile.last_view[0].at }]);
-    expect(doc.profile.last_cart).to.include({ product_id: 7, url: `https://${domain}/cart` });
+    expect(doc.profile!.last_view).to.deep.equal([{ url: `https://${domain}/p/7`, at: doc.profile!.last_view[0]!.at }]);
+    expect(doc.profile!.last_cart).to.include({ product_id: 7, url: `https://${domain}/cart` });
     expect(byEmail.counts).to.deep.equal({ persons: 1, visitors: 2, contacts: 2, events: 3, deliveries: 4 });
 
     // nothing of the other shopper, whose data is nearly the same
@@ -74,7 +71,7 @@ describe('privacy: export', function () {
     // the same person by another identifier: the same document
     const byDevice = await api.run({ type: 'export', subject: { core_id: jane.devices[1]!.core } });
     const same = (d: typeof doc) => ({ ...d, subject_type: undefined, generated_at: undefined });
-    expect(same(byDevice.result)).to.deep.equal(same(doc));
+    expect(same(byDevice.result!)).to.deep.equal(same(doc));
 
     // an unknown subject: an empty document
     const nobody = await api.run({ type: 'export', subject: { email: `${unique('nobody')}@example.com` } });
@@ -93,9 +90,9 @@ describe('privacy: export', function () {
     await t.identify(v, { email: `${unique('kept')}@example.com` });
     const api = privacyApi(srv, account, orgId);
     const done = await api.run({ type: 'export', subject: { core_id: v.core } });
-    const week = Date.parse(done.result_expires_at) - Date.parse(done.finished_at);
+    const week = Date.parse(done.result_expires_at!) - Date.parse(done.finished_at!);
     expect(week).to.be.within(7 * 86_400_000 - 1000, 7 * 86_400_000 + 1000);
-    expect(done.result.found).to.equal(true);
+    expect(done.result!.found).to.equal(true);
     // time passes: the expiry is moved into the past, and the sweep deletes the result
     await srv.deps.db
       .updateTable('privacy_requests')

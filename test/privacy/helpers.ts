@@ -9,6 +9,7 @@ import type { TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';
 import { b64url } from '../support/payload.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 export interface Visitor {
   roaming: string;
@@ -39,16 +40,16 @@ export function privacyApi(srv: TestServer, account: Pick<Account, 'platform' | 
   return {
     base,
     create: (body: unknown) => srv.api.post(`${base}/privacy-requests`, body, { token: account.token }),
-    get: (id: number | string) => srv.api.get(`${base}/privacy-requests/${id}`, { token: account.token }),
-    list: (query = '') => srv.api.get(`${base}/privacy-requests${query}`, { token: account.token }),
-    suppressions: (query = '') => srv.api.get(`${base}/privacy-suppressions${query}`, { token: account.token }),
+    get: (id: number | string) => srv.api.get<BodyOf<'getPrivacyRequest'>>(`${base}/privacy-requests/${id}`, { token: account.token }),
+    list: (query = '') => srv.api.get<BodyOf<'listPrivacyRequests'>>(`${base}/privacy-requests${query}`, { token: account.token }),
+    suppressions: (query = '') => srv.api.get<BodyOf<'listPrivacySuppressions'>>(`${base}/privacy-suppressions${query}`, { token: account.token }),
     /** Makes a request and waits until the runner finished it; the finished request. */
     async run(body: unknown, timeoutMs = 30_000) {
-      const r = await srv.api.post(`${base}/privacy-requests`, body, { token: account.token });
+      const r = await srv.api.post<BodyOf<'createPrivacyRequest'>>(`${base}/privacy-requests`, body, { token: account.token });
       expect(r.status, r.text).to.equal(202);
       return eventually(
         async () => {
-          const g = await srv.api.get(`${base}/privacy-requests/${r.body.id}`, { token: account.token });
+          const g = await srv.api.get<BodyOf<'getPrivacyRequest'>>(`${base}/privacy-requests/${r.body.id}`, { token: account.token });
           expect(g.status, g.text).to.equal(200);
           return g.body.status === 'done' || g.body.status === 'failed' ? g.body : undefined;
         },

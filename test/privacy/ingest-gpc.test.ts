@@ -15,6 +15,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { drained, itemsOf, newShop, type Shop, stored } from '../support/ingest.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const GPC = { 'sec-gpc': '1' };
 
@@ -149,7 +150,7 @@ describe('privacy: Global Privacy Control at ingest', function () {
 
   it('with honor_gpc false the same requests behave as before', async () => {
     const shop = await newShop(srv, account, receiver);
-    const off = await srv.api.request('PATCH', `/v1/rest/${account.platform}/organisations/${shop.org}`, {
+    const off = await srv.api.request<BodyOf<'updateOrganisationSettings'>>('PATCH', `/v1/rest/${account.platform}/organisations/${shop.org}`, {
       body: { honor_gpc: false },
       token: account.token,
     });

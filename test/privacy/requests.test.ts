@@ -11,6 +11,7 @@ import { type Account, newAccount, newMerchant, unique, uniqueIp } from '../supp
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { privacyApi } from './helpers.ts';
 import { type OrgId, testOrgId } from '../support/org-id.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('privacy: requests API', function () {
   this.timeout(60_000);
@@ -195,15 +196,15 @@ describe('privacy: requests API', function () {
   it('lets the organisation’s own merchant (a merchant session) use them, and only on its own organisation', async () => {
     const body = registration();
     expect((await register(srv, body)).status).to.equal(200);
-    const login = await srv.api.post(
+    const login = await srv.api.post<BodyOf<'loginPlatformUser'>>(
       '/v1/rest/merchant/users/login',
       { email: body.email, password: body.password },
       { headers: { 'x-forwarded-for': uniqueIp() } },
     );
     expect(login.status, login.text).to.equal(200);
-    const merchant = { platform: 'merchant', token: login.body.bearer_token as string };
-    const orgs = await srv.api.get('/v1/rest/merchant/organisations', { token: merchant.token });
-    const orgId = orgs.body.items[0].id as number;
+    const merchant = { platform: 'merchant', token: login.body.bearer_token };
+    const orgs = await srv.api.get<BodyOf<'listOrganisations'>>('/v1/rest/merchant/organisations', { token: merchant.token });
+    const orgId = orgs.body.items[0]!.id;
     const api = privacyApi(srv, merchant, orgId);
     const r = await api.create({ type: 'erase', subject: { email: 'customer@example.com' }, suppress: true });
     expect(r.status, r.text).to.equal(202);

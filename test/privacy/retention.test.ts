@@ -11,6 +11,7 @@ import { TestReceiver } from '../support/receiver.ts';
 import { eventually } from '../support/wait.ts';
 import { newVisitor, scanDatabase, tracker, type Visitor } from './helpers.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('privacy: visitor retention', function () {
   this.timeout(60_000);
@@ -38,7 +39,7 @@ describe('privacy: visitor retention', function () {
       .where('core_id', '=', v.core)
       .execute();
   const visitor = (orgId: OrgId, v: Visitor) =>
-    srv.api.get(`/v1/rest/${account.platform}/organisations/${orgId}/visitors/${v.core}`, { token: account.token });
+    srv.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${orgId}/visitors/${v.core}`, { token: account.token });
 
   it('erases only the visitors not seen for the retention, with their persons and contacts when nothing else refers to them', async () => {
     const { id: orgId, domain } = (await newMerchant(srv, account)).organisation;

@@ -132,7 +132,7 @@ describe('privacy: the runner', function () {
     expect(await visitorStatus(orgs[0]!.id, visitors[0]!.core)).to.equal(404);
     expect(await visitorStatus(orgs[1]!.id, visitors[1]!.core)).to.equal(200);
     const exported = await b.run({ type: 'export', subject: { email } });
-    expect(exported.result.visitors.map((v: { core_id: string }) => v.core_id)).to.deep.equal([visitors[1]!.core]);
+    expect(exported.result!.visitors.map((v) => v.core_id)).to.deep.equal([visitors[1]!.core]);
     // the same email hashes differently per organisation: the other one's list is empty
     expect((await b.suppressions()).body.items).to.deep.equal([]);
     expect((await srv.deps.organisations.policy(orgs[1]!.id))?.suppressing).to.equal(false);

@@ -11,7 +11,7 @@ import { createLogger } from '../../src/log.ts';
 import { startOnDatabase } from '../../src/server.ts';
 import { startBacklogMonitor } from '../../src/webhooks/backlog.worker.ts';
 import { BACKLOG_ERROR } from '../../src/webhooks/outbox.repository.ts';
-import { ApiClient } from '../support/client.ts';
+import { ApiClient, type BodyOf } from '../support/client.ts';
 import { freshDatabase, type TestServer } from '../support/harness.ts';
 import { newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
@@ -112,10 +112,15 @@ describe(`the outbox backlog bound (WEBHOOK_MAX_BACKLOG=${BOUND})`, function () 
     expect((await deliveries(other.id)).map((d) => d.status)).to.deep.equal(['pending', 'pending']);
 
     // listed by the deliveries API and retryable there
-    const list = await srv.api.get(`/v1/rest/acme/organisations/${org}/deliveries?status=failed&integration_id=${full.id}`, { token: account.token });
+    const list = await srv.api.get<BodyOf<'listDeliveries'>>(
+      `/v1/rest/acme/organisations/${org}/deliveries?status=failed&integration_id=${full.id}`,
+      { token: account.token },
+    );
     expect(list.status).to.equal(200);
-    expect(list.body.items.map((d: { last_error: string }) => d.last_error)).to.deep.equal(Array(4).fill(BACKLOG_ERROR));
-    const retried = await srv.api.post(`/v1/rest/acme/deliveries/${list.body.items[0].id}/retry`, undefined, { token: account.token });
+    expect(list.body.items.map((d) => d.last_error)).to.deep.equal(Array(4).fill(BACKLOG_ERROR));
+    const retried = await srv.api.post<BodyOf<'retryDelivery'>>(`/v1/rest/acme/deliveries/${list.body.items[0]!.id}/retry`, undefined, {
+      token: account.token,
+    });
     expect(retried.status, retried.text).to.equal(200);
     expect(retried.body.status).to.equal('pending');
 

@@ -13,6 +13,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newAccount, newMerchant } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { TrackingError } from '../support/client.ts';
 
 /** Every spelling of 198.51.100.99 the report used, and a few more. */
 const SPELLINGS = [
@@ -73,13 +74,13 @@ describe('one canonical address per client (issue 22, point 3)', function () {
       let orgId: OrgId;
       let seq = 0;
       const event = (ip: string) =>
-        srv.api.post(
+        srv.api.post<TrackingError>(
           `/jsv1/${orgId}/r-${++seq}/c-${seq}/null/event/view`,
           { page: 'https://shop.example.com/' },
           { headers: { 'x-forwarded-for': ip } },
         );
       const identify = (ip: string, email: string) =>
-        srv.api.get(`/jsv1/identify/${orgId}/r-${++seq}/c-${seq}/${b64url({ email })}`, { headers: { 'x-forwarded-for': ip } });
+        srv.api.get<TrackingError>(`/jsv1/identify/${orgId}/r-${++seq}/c-${seq}/${b64url({ email })}`, { headers: { 'x-forwarded-for': ip } });
 
       before(async () => {
         srv = await startTestServer({

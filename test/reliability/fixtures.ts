@@ -10,6 +10,7 @@ import type { TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 export interface FullTenant {
   tag: string;
@@ -53,14 +54,14 @@ export async function fullTenant(srv: TestServer, endpoint: string, platform = '
   expect(ev.status, ev.text).to.equal(202);
   const learn = await srv.api.post('/rest/v1/learn/event', { org_token: m.organisation.token, eventName: `learn-${tag}`, eventVal: { tag } });
   expect(learn.status, learn.text).to.equal(200);
-  const deliveries = await srv.api.get(`/v1/rest/${platform}/organisations/${orgId}/deliveries`, { token: account.token });
+  const deliveries = await srv.api.get<BodyOf<'listDeliveries'>>(`/v1/rest/${platform}/organisations/${orgId}/deliveries`, { token: account.token });
   expect(deliveries.status, deliveries.text).to.equal(200);
   expect(deliveries.body.items.length, 'the identify and the event queued deliveries').to.be.greaterThan(0);
-  const deliveryId = deliveries.body.items[0].id as number;
-  const organisation = await srv.api.get(`/v1/rest/${platform}/organisations/${orgId}`, { token: account.token });
+  const deliveryId = deliveries.body.items[0]!.id;
+  const organisation = await srv.api.get<BodyOf<'getOrganisation'>>(`/v1/rest/${platform}/organisations/${orgId}`, { token: account.token });
   expect(organisation.status, organisation.text).to.equal(200);
-  const identitySecret = organisation.body.identity_secret as string;
-  const privacy = await srv.api.post(
+  const identitySecret = organisation.body.identity_secret;
+  const privacy = await srv.api.post<BodyOf<'createPrivacyRequest'>>(
     `/v1/rest/${platform}/organisations/${orgId}/privacy-requests`,
     { type: 'export', subject: { email } },
     { token: account.token },
@@ -68,7 +69,9 @@ export async function fullTenant(srv: TestServer, endpoint: string, platform = '
   expect(privacy.status, privacy.text).to.equal(202);
   // run by the server's privacy runner: finished before anything compares the tenant's rows
   await eventually(async () => {
-    const r = await srv.api.get(`/v1/rest/${platform}/organisations/${orgId}/privacy-requests/${privacy.body.id}`, { token: account.token });
+    const r = await srv.api.get<BodyOf<'getPrivacyRequest'>>(`/v1/rest/${platform}/organisations/${orgId}/privacy-requests/${privacy.body.id}`, {
+      token: account.token,
+    });
     return r.body.status === 'done' ? true : undefined;
   }, 20_000);
   const values: Record<string, string> = {

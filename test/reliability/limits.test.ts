@@ -12,6 +12,7 @@ import { type Merchant, newAccount, newMerchant } from '../support/accounts.ts';
 import { httpRequest, rawRequest } from '../support/raw-http.ts';
 import { expectLimited } from '../support/expect.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf, TrackingError } from '../support/client.ts';
 
 const LIMIT = 5;
 
@@ -34,9 +35,17 @@ describe('limits', function () {
     after(() => srv.stop());
 
     const view = (orgId: number, from: string) =>
-      srv.api.post(`/jsv1/${orgId}/r1/c1/null/event/view`, { page: 'https://shop.example/' }, { headers: { 'x-forwarded-for': from } });
+      srv.api.post<TrackingError>(
+        `/jsv1/${orgId}/r1/c1/null/event/view`,
+        { page: 'https://shop.example/' },
+        { headers: { 'x-forwarded-for': from } },
+      );
     const learn = (token: string, from: string) =>
-      srv.api.post('/rest/v1/learn/event', { org_token: token, eventName: 'e', eventVal: 'v' }, { headers: { 'x-forwarded-for': from } });
+      srv.api.post<BodyOf<'submitLearningEvent', 400>>(
+        '/rest/v1/learn/event',
+        { org_token: token, eventName: 'e', eventVal: 'v' },
+        { headers: { 'x-forwarded-for': from } },
+      );
 
     it('limits /jsv1 per client IP: the address is refused for any organisation, others go on', async () => {
       const [a, b] = [merchant(), merchant()];

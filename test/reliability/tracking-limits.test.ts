@@ -15,6 +15,7 @@ import { type Merchant, newAccount, newMerchant, newWebhook } from '../support/a
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { b64url } from '../support/payload.ts';
 import { type OrgId, testOrgId } from '../support/org-id.ts';
+import type { TrackingError } from '../support/client.ts';
 
 /** A small deterministic PRNG (mulberry32), so the simulated load is the same on every run. */
 function random(seed: number): () => number {
@@ -74,9 +75,9 @@ describe('tracking limits on by default', function () {
   after(() => srv.stop());
 
   const identify = (orgId: OrgId, core: string, payload: object, from: string) =>
-    srv.api.get(`/jsv1/identify/${orgId}/r-${core}/${core}/${b64url(payload)}`, { headers: { 'x-forwarded-for': from } });
+    srv.api.get<TrackingError>(`/jsv1/identify/${orgId}/r-${core}/${core}/${b64url(payload)}`, { headers: { 'x-forwarded-for': from } });
   const event = (orgId: OrgId, core: string, name: string, body: unknown, from: string) =>
-    srv.api.post(`/jsv1/${orgId}/r-${core}/${core}/null/event/${name}`, body, { headers: { 'x-forwarded-for': from } });
+    srv.api.post<TrackingError>(`/jsv1/${orgId}/r-${core}/${core}/null/event/${name}`, body, { headers: { 'x-forwarded-for': from } });
 
   async function matchedDeliveries(orgId: OrgId): Promise<number> {
     const row = await srv.database.handle.db

@@ -5,6 +5,7 @@ import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import type { components } from '../../generated/openapi.ts';
 import type { TestServer } from './harness.ts';
 import { type OrgId, testOrgId } from './org-id.ts';
+import type { BodyOf } from './client.ts';
 
 type Schemas = components['schemas'];
 
@@ -82,7 +83,9 @@ export async function newWebhook(
   orgId: number,
   data: Record<string, unknown> = {},
 ): Promise<{ id: number; org_id: OrgId; signing_secret: string; [k: string]: unknown }> {
-  const r = await srv.api.post(`/v1/rest/${account.platform}/integration`, webhookBody(orgId, data), { token: account.token });
+  const r = await srv.api.post<BodyOf<'createIntegration'>>(`/v1/rest/${account.platform}/integration`, webhookBody(orgId, data), {
+    token: account.token,
+  });
   expect(r.status, r.text).to.equal(201);
   return { ...r.body.integration, org_id: testOrgId(r.body.integration.org_id) };
 }

@@ -3,7 +3,7 @@
 // browser (or an attacker with curl) would, and a wait for the dispatcher to
 // have delivered everything an organisation queued.
 import { expect } from 'chai';
-import type { Reply } from './client.ts';
+import type { Reply, BodyOf } from './client.ts';
 import type { TestServer } from './harness.ts';
 import type { ReceivedRequest, TestReceiver } from './receiver.ts';
 import { type Account, newMerchant, newWebhook, unique } from './accounts.ts';
@@ -19,8 +19,8 @@ export interface Shop {
   url(path: string): string;
   visitor(core?: string, corex?: string): Visitor;
   /** PATCH the organisation's trust settings; answers the reply */
-  settings(body: Record<string, unknown>): Promise<Reply>;
-  read(): Promise<{ identity_secret: string; [k: string]: unknown }>;
+  settings(body: Record<string, unknown>): Promise<Reply<BodyOf<'updateOrganisationSettings'>>>;
+  read(): Promise<BodyOf<'getOrganisation'>>;
   /** every delivery body the receiver got for this shop, parsed */
   received(): Record<string, unknown>[];
   /** waits until the dispatcher has nothing pending for this shop */
@@ -33,7 +33,7 @@ export interface Visitor {
   corex: string;
   track(name: string, body: Record<string, unknown>, headers?: Record<string, string>): Promise<Reply>;
   identify(payload: Record<string, string>, headers?: Record<string, string>): Promise<Reply>;
-  read(): Promise<{ contacts: { type: string; value: string; verified: boolean }[]; recent: { last_view: string[]; last_addtocart: string | null } }>;
+  read(): Promise<BodyOf<'getVisitor'>>;
 }
 
 export async function newShop(srv: TestServer, account: Account, receiver: TestReceiver | undefined, opts: { domain?: string } = {}): Promise<Shop> {
@@ -55,15 +55,15 @@ export async function newShop(srv: TestServer, account: Account, receiver: TestR
         track: (name, body, headers = {}) => srv.api.post(`/jsv1/${orgId}/${roaming}/${core}/${corex}/event/${name}`, body, { headers }),
         identify: (payload, headers = {}) => srv.api.get(`/jsv1/identify/${orgId}/${roaming}/${core}/${b64url(payload)}`, { headers }),
         async read() {
-          const r = await srv.api.get(`${base}/visitors/${core}`, { token: account.token });
+          const r = await srv.api.get<BodyOf<'getVisitor'>>(`${base}/visitors/${core}`, { token: account.token });
           expect(r.status, r.text).to.equal(200);
           return r.body;
         },
       };
     },
-    settings: (body) => srv.api.request('PATCH', base, { body, token: account.token }),
+    settings: (body) => srv.api.request<BodyOf<'updateOrganisationSettings'>>('PATCH', base, { body, token: account.token }),
     async read() {
-      const r = await srv.api.get(base, { token: account.token });
+      const r = await srv.api.get<BodyOf<'getOrganisation'>>(base, { token: account.token });
       expect(r.status, r.text).to.equal(200);
       return r.body;
     },

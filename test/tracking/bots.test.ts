@@ -15,6 +15,7 @@ import { passesEventually } from '../support/wait.ts';
 import { drained, newShop, type Shop, stored } from '../support/ingest.ts';
 import { b64url } from '../support/payload.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const GOOGLEBOT =
   'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; +http://www.google.com/bot.html) Chrome/140.0.7339.0 Safari/537.36';
@@ -140,9 +141,12 @@ describe('tracking: known bots are answered as usual and store nothing (filter_b
 
   it('filter_bots is on by default and can be turned off: then bots are stored and notify as always', async () => {
     const shop = await newShop(srv, account, receiver);
-    const read = await srv.api.get(orgPath(shop.org), { token: account.token });
+    const read = await srv.api.get<BodyOf<'getOrganisation'>>(orgPath(shop.org), { token: account.token });
     expect(read.body.filter_bots).to.equal(true);
-    const off = await srv.api.request('PATCH', orgPath(shop.org), { body: { filter_bots: false }, token: account.token });
+    const off = await srv.api.request<BodyOf<'updateOrganisationSettings'>>('PATCH', orgPath(shop.org), {
+      body: { filter_bots: false },
+      token: account.token,
+    });
     expect(off.status, off.text).to.equal(200);
     expect(off.body.filter_bots).to.equal(false);
     const bad = await srv.api.request('PATCH', orgPath(shop.org), { body: { filter_bots: 'no' }, token: account.token });
@@ -160,7 +164,10 @@ describe('tracking: known bots are answered as usual and store nothing (filter_b
     expect(got.map((g) => (JSON.parse(g.body) as { contact: string }).contact)).to.include.members([crawler.email, automated.email]);
 
     // and on again: kept out from the next request (the policy is cached; a change drops it)
-    const on = await srv.api.request('PATCH', orgPath(shop.org), { body: { filter_bots: true }, token: account.token });
+    const on = await srv.api.request<BodyOf<'updateOrganisationSettings'>>('PATCH', orgPath(shop.org), {
+      body: { filter_bots: true },
+      token: account.token,
+    });
     expect(on.body.filter_bots).to.equal(true);
     await visit(shop, { 'user-agent': GOOGLEBOT });
     expect((await stored(srv, shop.org)).visitors).to.have.length(2);

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('tracking: location from the client IP', () => {
   let srv: TestServer;
@@ -19,15 +20,15 @@ describe('tracking: location from the client IP', () => {
     const headers = ip ? { 'x-forwarded-for': ip } : undefined;
     const r = await srv.api.post(`/jsv1/${org}/r1/${core}/null/event/view`, { page: 'https://s.example/' }, { headers });
     expect(r.status).to.equal(202);
-    const v = await srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
+    const v = await srv.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
     return v.body.location;
   }
 
   it('locates a public IPv4 address (behind a trusted proxy)', async () => {
     const loc = await locate('193.0.6.139');
     expect(loc).to.include({ country_code: 'NL', timezone: 'Europe/Amsterdam' });
-    expect(loc.latitude).to.be.a('number');
-    expect(loc.longitude).to.be.a('number');
+    expect(loc!.latitude).to.be.a('number');
+    expect(loc!.longitude).to.be.a('number');
   });
 
   it('locates a public IPv6 address', async () => {
@@ -44,8 +45,8 @@ describe('tracking: location from the client IP', () => {
     const path = `/jsv1/${org}/r1/${core}/null/event/view`;
     await srv.api.post(path, { page: 'https://s.example/' }, { headers: { 'x-forwarded-for': '193.0.6.139' } });
     await srv.api.post(path, { page: 'https://s.example/' }, { headers: { 'x-forwarded-for': '192.168.1.9' } });
-    const v = await srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
-    expect(v.body.location.country_code).to.equal('NL');
+    const v = await srv.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
+    expect(v.body.location!.country_code).to.equal('NL');
   });
 
   it('trusts only the entry its own proxy appended to X-Forwarded-For', async () => {

@@ -22,6 +22,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { eventually } from '../support/wait.ts';
 import { Recorder } from './tracker-helpers.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 /** Trackway's answers to the page's requests (beacons included), by URL, through DevTools. */
 async function answers(context: BrowserContext, page: Page, trackwayUrl: string): Promise<Map<string, number>> {
@@ -115,7 +116,7 @@ describe('browser tracker under Global Privacy Control (Chromium)', function () 
   });
 
   const readVisitor = (org: OrgId, core: string) =>
-    srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
+    srv.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
   /** Trackway's answer to the request the tracker sent (its commit came before it). */
   const answered = (sent: { kind: string; core: string; name?: string }) =>
     eventually(
@@ -153,7 +154,9 @@ describe('browser tracker under Global Privacy Control (Chromium)', function () 
     expect(visitor.status, visitor.text).to.equal(200);
     expect(visitor.body).to.include({ name: null, corex_id: null });
     expect(visitor.body.contacts).to.deep.equal([]);
-    const events = await srv.api.get(`/v1/rest/${account.platform}/organisations/${honouring}/events?core_id=${view.core}`, { token: account.token });
+    const events = await srv.api.get<BodyOf<'listEvents'>>(`/v1/rest/${account.platform}/organisations/${honouring}/events?core_id=${view.core}`, {
+      token: account.token,
+    });
     expect(events.body.items.map((e: { name: string }) => e.name).sort()).to.deep.equal(['categoryview', 'checkout', 'view']);
   });
 

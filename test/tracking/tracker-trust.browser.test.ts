@@ -16,6 +16,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { footprint } from '../support/trust.ts';
 import { eventually } from '../support/wait.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 interface Seen {
   url: string;
@@ -59,7 +60,7 @@ describe('browser tracker with identity verification and enforce_origin (Chromiu
     srv = await startTestServer();
     account = await newAccount(srv);
     org = (await newMerchant(srv, account, { domain: '127.0.0.1' })).organisation.id;
-    const r = await srv.api.request('PATCH', `/v1/rest/${account.platform}/organisations/${org}`, {
+    const r = await srv.api.request<BodyOf<'updateOrganisationSettings'>>('PATCH', `/v1/rest/${account.platform}/organisations/${org}`, {
       // filter_bots off: headless Chromium driven by playwright is itself a bot (test/tracking/tracker-bots.browser.test.ts)
       body: { identity_verification: 'required', enforce_origin: true, filter_bots: false },
       token: account.token,
@@ -120,7 +121,9 @@ describe('browser tracker with identity verification and enforce_origin (Chromiu
         hash: createHmac('sha256', secret).update('signed.in@example.com').digest('hex'),
       });
       const core = identify.url.split('/').at(-2)!;
-      const visitor = await srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
+      const visitor = await srv.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, {
+        token: account.token,
+      });
       expect(visitor.body.contacts).to.deep.equal([{ type: 'EMAIL', value: 'signed.in@example.com', verified: true }]);
       await screenshot(page, 'tracker-verified-account-page');
     } finally {

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
-import { ApiClient } from '../support/client.ts';
+import { ApiClient, type BodyOf } from '../support/client.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
@@ -94,7 +94,9 @@ describe('two instances on one database', function () {
 
     // each phone was stitched to its person by corex_id, whichever instance saw it first
     for (const v of visitors.slice(0, 5)) {
-      const r = await b.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${v.core}-phone`, { token: account.token });
+      const r = await b.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors/${v.core}-phone`, {
+        token: account.token,
+      });
       expect(r.body.contacts.map((c: { value: string }) => c.value)).to.deep.equal([v.email]);
       // the rounds were sent concurrently, so which three came last is up to the network
       expect(new Set(r.body.recent.last_view).size).to.equal(3);

@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -94,9 +95,9 @@ describe('webhooks: richer event exports and contact matches', function () {
     expect(matchedVisitor).to.deep.equal({ core_id: v.core, roaming_id: v.roaming, corex_id: null });
 
     // the stored events, oldest first, to compare ids with
-    const list = await srv.api.get(`/v1/rest/${account.platform}/organisations/${o}/events?limit=50`, { token: account.token });
+    const list = await srv.api.get<BodyOf<'listEvents'>>(`/v1/rest/${account.platform}/organisations/${o}/events?limit=50`, { token: account.token });
     expect(list.status).to.equal(200);
-    const stored = (list.body.items as { id: number; name: string }[]).slice().reverse();
+    const stored = list.body.items.slice().reverse();
     expect(stored.map((e) => e.name)).to.deep.equal(sent.map(([n]) => n));
 
     const exported = bodies.filter((b) => b.medium === 'event');
@@ -197,7 +198,9 @@ describe('webhooks: richer event exports and contact matches', function () {
       cart_value: 5,
     });
     for (const b of bodies) expect(JSON.stringify(b)).to.not.include('phish.attacker.example');
-    const list = await srv.api.get(`/v1/rest/${account.platform}/organisations/${o}/events?core_id=${v.core}`, { token: account.token });
+    const list = await srv.api.get<BodyOf<'listEvents'>>(`/v1/rest/${account.platform}/organisations/${o}/events?core_id=${v.core}`, {
+      token: account.token,
+    });
     expect(JSON.stringify(list.body.items)).to.include('phish.attacker.example');
   });
 });

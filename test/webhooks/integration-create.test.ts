@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../support/accounts.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -26,7 +27,9 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
   const db = () => srv.database.handle.db;
   describe('create (POST)', () => {
     it('answers 201 {code 2011, message Created, integration} with every field', async () => {
-      const r = await srv.api.post(path, webhookBody(orgId, { authToken: TOKEN, httpTimeout: '15' }), { token: acme.token });
+      const r = await srv.api.post<BodyOf<'createIntegration'>>(path, webhookBody(orgId, { authToken: TOKEN, httpTimeout: '15' }), {
+        token: acme.token,
+      });
       expect(r.status).to.equal(201);
       expect(Object.keys(r.body).sort()).to.deep.equal(['code', 'integration', 'message']);
       expect(r.body).to.include({ code: 2011, message: 'Created' });
@@ -90,14 +93,14 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
       for (const [token, masked] of cases) {
         const i = await newWebhook(srv, acme, orgId, { authToken: token });
         expect((i.data as { authToken: string }).authToken, token).to.equal(masked);
-        const read = await srv.api.get(`${path}/${i.id}`, { token: acme.token });
+        const read = await srv.api.get<BodyOf<'getIntegration'>>(`${path}/${i.id}`, { token: acme.token });
         expect(read.body.data.authToken).to.equal(masked);
         if (token.length >= 5) expect(read.text).to.not.include(token);
       }
     });
 
     it('never returns the authToken in clear, from any endpoint', async () => {
-      const created = await srv.api.post(path, webhookBody(orgId, { authToken: TOKEN }), { token: acme.token });
+      const created = await srv.api.post<BodyOf<'createIntegration'>>(path, webhookBody(orgId, { authToken: TOKEN }), { token: acme.token });
       expect(created.text).to.not.include(TOKEN);
       const id = created.body.integration.id;
       const updated = await srv.api.put(path, webhookBody(orgId, { authToken: TOKEN }, { id }), { token: acme.token });

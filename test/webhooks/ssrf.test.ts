@@ -5,6 +5,7 @@ import { refusedRange } from '../../src/webhooks/ssrf.client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Tenant, createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('webhook private-address guard', function () {
   this.timeout(30_000);
@@ -75,21 +76,23 @@ describe('webhook private-address guard', function () {
         });
         const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'matched', body: matchedBody(tenant.orgId) }]);
         const d = await eventually(async () => {
-          const r = await srv.api.get(`/v1/rest/${tenant.platform}/deliveries/${id}`, { token: tenant.token });
+          const r = await srv.api.get<BodyOf<'getDelivery'>>(`/v1/rest/${tenant.platform}/deliveries/${id}`, { token: tenant.token });
           return r.body.status === 'failed' && r.body.attempts.length === 1 ? r.body : undefined;
         });
         expect(d.attempts_count).to.equal(1);
-        expect(d.attempts[0].status_code).to.equal(null);
-        expect(d.attempts[0].error).to.match(shown);
-        expect(d.attempts[0].error).to.include('WEBHOOK_ALLOW_PRIVATE_NETWORKS');
-        expect(d.last_error).to.equal(d.attempts[0].error);
+        expect(d.attempts[0]!.status_code).to.equal(null);
+        expect(d.attempts[0]!.error).to.match(shown);
+        expect(d.attempts[0]!.error).to.include('WEBHOOK_ALLOW_PRIVATE_NETWORKS');
+        expect(d.last_error).to.equal(d.attempts[0]!.error);
         expect(receiver.requests).to.have.length(0);
       });
     }
 
     it('applies the guard to test deliveries too', async () => {
       const hook = await createIntegration(srv.deps.db, srv.deps.cipher, tenant.orgId, { endpoint: receiver.url });
-      const r = await srv.api.post(`/v1/rest/${tenant.platform}/integration/${hook.id}/test`, undefined, { token: tenant.token });
+      const r = await srv.api.post<BodyOf<'testIntegration'>>(`/v1/rest/${tenant.platform}/integration/${hook.id}/test`, undefined, {
+        token: tenant.token,
+      });
       expect(r.status).to.equal(200);
       expect(r.body).to.include({ delivered: false, status_code: null, response_excerpt: null });
       expect(r.body.error).to.match(/refused: 127\.0\.0\.1, a loopback address/);
