@@ -6,7 +6,7 @@ import { SignJWT } from 'jose';
 import { AccountError, ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
-import { errorBody } from '../support/client.ts';
+import { errorBody, type BodyOf, type PlatformError } from '../support/client.ts';
 
 const JWT_SECRET = 'login-test-secret-0123456789abcdefghijklmnopqrstuvwxyz';
 
@@ -28,7 +28,11 @@ describe('platform login (loginPlatformUser) and bearer tokens', () => {
   after(() => srv.stop());
 
   const login = (platform: string, email: string, password: string) =>
-    srv.api.post(`/v1/rest/${platform}/users/login`, { email, password }, { headers: { 'x-forwarded-for': uniqueIp() } });
+    srv.api.post<BodyOf<'loginPlatformUser'>>(
+      `/v1/rest/${platform}/users/login`,
+      { email, password },
+      { headers: { 'x-forwarded-for': uniqueIp() } },
+    );
 
   describe('login', () => {
     it('answers 200 with bearer_token, the User, code 2001 and message OK', async () => {
@@ -55,7 +59,7 @@ describe('platform login (loginPlatformUser) and bearer tokens', () => {
     });
 
     it('needs no Authorization header, and ignores a bad one', async () => {
-      const r = await srv.api.post(
+      const r = await srv.api.post<BodyOf<'loginPlatformUser'>>(
         `/v1/rest/acme/users/login`,
         { email: acme.email, password: PASSWORD },
         { headers: { authorization: 'Bearer nonsense', 'x-forwarded-for': uniqueIp() } },
@@ -71,7 +75,7 @@ describe('platform login (loginPlatformUser) and bearer tokens', () => {
 
     it('issues a token that works on the platform API (HS256, iss trackway, aud = platform, sub = user id, exp)', async () => {
       const r = await login('acme', acme.email, PASSWORD);
-      const [header, payload] = (r.body.bearer_token as string)
+      const [header, payload] = r.body.bearer_token
         .split('.')
         .slice(0, 2)
         .map((p) => JSON.parse(Buffer.from(p, 'base64url').toString()));
@@ -132,7 +136,7 @@ describe('platform login (loginPlatformUser) and bearer tokens', () => {
         { email: acme.email, password: PASSWORD, extra: 1 },
         { email: 1, password: 2 },
       ]) {
-        const r = await srv.api.post('/v1/rest/acme/users/login', body, { headers: { 'x-forwarded-for': uniqueIp() } });
+        const r = await srv.api.post<PlatformError>('/v1/rest/acme/users/login', body, { headers: { 'x-forwarded-for': uniqueIp() } });
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);
         expect(r.body.errors).to.be.an('array').that.is.not.empty;
@@ -154,7 +158,7 @@ describe('platform login (loginPlatformUser) and bearer tokens', () => {
     const path = '/v1/rest/acme/organisations';
 
     async function expect4010(headers: Record<string, string>, p = path) {
-      const r = await srv.api.get(p, { headers });
+      const r = await srv.api.get<PlatformError>(p, { headers });
       expect(r.status, JSON.stringify(headers)).to.equal(401);
       expect(r.body.code).to.equal(4010);
       expect(r.headers.get('www-authenticate')).to.equal('Bearer');
@@ -293,7 +297,7 @@ describe('platform login (loginPlatformUser) and bearer tokens', () => {
         ['GET', '/v1/rest/acme/organisations/1'],
       ];
       for (const [method, p, body] of probes) {
-        const r = await srv.api.request(method, p, { body });
+        const r = await srv.api.request<PlatformError>(method, p, { body });
         expect(r.status, `${method} ${p}`).to.equal(401);
         expect(r.body.code).to.equal(4010);
       }

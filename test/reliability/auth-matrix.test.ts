@@ -18,6 +18,7 @@ import { type ContractOperation, contractOperations, schemas } from '../support/
 import { TestReceiver } from '../support/receiver.ts';
 import { unique } from '../support/accounts.ts';
 import { type FullTenant, fullTenant } from './fixtures.ts';
+import type { PlatformError } from '../support/client.ts';
 
 const JWT_SECRET = 'auth-matrix-secret-that-is-long-enough-0123456789';
 const KEY = new TextEncoder().encode(JWT_SECRET);
@@ -171,7 +172,7 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
       for (const attempt of broken) {
         const headers: Record<string, string> = {};
         if (attempt.header !== undefined) headers.authorization = attempt.header;
-        const r = await srv.api.request(op.method, path, { body, headers });
+        const r = await srv.api.request<PlatformError>(op.method, path, { body, headers });
         figures.requests++;
         expectNoLeak(op, attempt.name, r.text, sent);
         const otherTenant = unscoped && attempt.name.startsWith('a token of another platform');
@@ -195,7 +196,7 @@ describe('auth and tenant matrix (every bearer-protected operation)', function (
       if (!unscoped) others.push(['an account of another platform, on its own path', foreign]);
       for (const [who, attacker] of others) {
         const p = attacker === foreign ? path.replace(/^\/v1\/rest\/acme\//, '/v1/rest/globex/') : path;
-        const r = await srv.api.request(op.method, p, { body, token: attacker.account.token });
+        const r = await srv.api.request<PlatformError>(op.method, p, { body, token: attacker.account.token });
         figures.requests++;
         expectNoLeak(op, who, r.text, sent);
         if (namesTenant(op)) {

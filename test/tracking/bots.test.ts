@@ -180,7 +180,7 @@ describe('tracking: known bots are answered as usual and store nothing (filter_b
     await visit(shop, { 'user-agent': HEADLESS });
     await visit(shop, { 'user-agent': CHROME }, '?webdriver=1');
     await visit(other, { 'user-agent': GOOGLEBOT });
-    const stats = (org: OrgId) => srv.api.get(`${orgPath(org)}/stats`, { token: account.token });
+    const stats = (org: OrgId) => srv.api.get<BodyOf<'getOrganisationStats'>>(`${orgPath(org)}/stats`, { token: account.token });
     // counts are written in the background, about once a second
     await passesEventually(async () => {
       const r = await stats(shop.org);

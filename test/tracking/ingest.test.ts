@@ -4,6 +4,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf, TrackingError } from '../support/client.ts';
 
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
 
@@ -23,8 +24,10 @@ describe('tracking: identify and events', () => {
     `/jsv1/${o}/${v.roaming}/${v.core}/${corex}/event/${name}`;
   const identifyPath = (v: { roaming: string; core: string }, payload: string, o: number = org) =>
     `/jsv1/identify/${o}/${v.roaming}/${v.core}/${payload}`;
-  const readVisitor = (core: string) => srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
-  const readEvents = (query = '') => srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/events${query}`, { token: account.token });
+  const readVisitor = (core: string) =>
+    srv.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
+  const readEvents = (query = '') =>
+    srv.api.get<BodyOf<'listEvents'>>(`/v1/rest/${account.platform}/organisations/${org}/events${query}`, { token: account.token });
 
   describe('identify', () => {
     it('accepts base64url and standard base64 (with %2F), padding optional, and answers {core_id}', async () => {
@@ -67,7 +70,7 @@ describe('tracking: identify and events', () => {
     ];
     for (const [what, payload] of badPayloads) {
       it(`answers 400 invalid_payload for ${what}`, async () => {
-        const r = await srv.api.get(identifyPath(visitor(), payload));
+        const r = await srv.api.get<TrackingError>(identifyPath(visitor(), payload));
         expect(r.status, r.text).to.equal(400);
         expect(r.body.error, r.text).to.equal('invalid_payload');
         // words, never the contract's regular expressions
@@ -76,12 +79,12 @@ describe('tracking: identify and events', () => {
     }
 
     it('answers 404 unknown_organisation for an unknown or inactive organisation', async () => {
-      const r = await srv.api.get(identifyPath(visitor(), b64url({ email: 'a@b.co' }), 987654));
+      const r = await srv.api.get<TrackingError>(identifyPath(visitor(), b64url({ email: 'a@b.co' }), 987654));
       expect(r.status).to.equal(404);
       expect(r.body.error).to.equal('unknown_organisation');
       const other = (await newMerchant(srv, account)).organisation.id;
       await srv.deps.db.updateTable('organisations').set({ is_active: false }).where('id', '=', other).execute();
-      const r2 = await srv.api.post(eventPath(visitor(), 'view', 'null', other), { page: 'https://shop.example/' });
+      const r2 = await srv.api.post<TrackingError>(eventPath(visitor(), 'view', 'null', other), { page: 'https://shop.example/' });
       expect(r2.status).to.equal(404);
       expect(r2.body.error).to.equal('unknown_organisation');
     });
@@ -94,7 +97,7 @@ describe('tracking: identify and events', () => {
         `/jsv1/identify/0/r1/c1/${b64url({ email: 'a@b.co' })}`,
         `/jsv1/identify/${org}/r1/c1/%E0%A4%A`,
       ]) {
-        const r = await srv.api.get(path);
+        const r = await srv.api.get<TrackingError>(path);
         expect(r.status, path).to.equal(400);
         expect(r.body.error, path).to.equal('invalid_request');
       }
@@ -134,7 +137,7 @@ describe('tracking: identify and events', () => {
         const list = await readEvents(`?core_id=${v.core}`);
         expect(list.body.items).to.have.length(1);
         expect(list.body.items[0]).to.include({ name, core_id: v.core, roaming_id: v.roaming, corex_id: null });
-        expect(list.body.items[0].body).to.deep.equal(body);
+        expect(list.body.items[0]!.body).to.deep.equal(body);
       });
     }
 
@@ -161,7 +164,10 @@ describe('tracking: identify and events', () => {
       const r3 = await srv.api.get(eventPath(v, 'view'));
       expect(r3.status).to.equal(400);
       const list = await readEvents(`?core_id=${v.core}&name=view`);
-      expect(list.body.items.map((e: { body: { page: string } }) => e.body.page)).to.deep.equal(['https://shop.example/b', 'https://shop.example/a']);
+      expect(list.body.items.map((e) => ('page' in e.body ? e.body.page : undefined))).to.deep.equal([
+        'https://shop.example/b',
+        'https://shop.example/a',
+      ]);
     });
 
     const invalid: [string, string, unknown][] = [
@@ -178,7 +184,7 @@ describe('tracking: identify and events', () => {
     ];
     for (const [what, name, body] of invalid) {
       it(`answers 400 invalid_request for ${what}`, async () => {
-        const r = await srv.api.post(eventPath(visitor(), name), body);
+        const r = await srv.api.post<TrackingError>(eventPath(visitor(), name), body);
         expect(r.status, r.text).to.equal(400);
         expect(r.body.error).to.equal('invalid_request');
       });

@@ -17,6 +17,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { passesEventually } from '../support/wait.ts';
 import { GARBAGE_CALLS, Recorder, type Shop, startShop } from './tracker-helpers.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -51,8 +52,10 @@ describe('browser tracker in Chromium', function () {
   });
 
   // read API, for the end-to-end checks (beacons land asynchronously: poll)
-  const readVisitor = (core: string) => srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
-  const readEvents = (query = '') => srv.api.get(`/v1/rest/${account.platform}/organisations/${org}/events${query}`, { token: account.token });
+  const readVisitor = (core: string) =>
+    srv.api.get<BodyOf<'getVisitor'>>(`/v1/rest/${account.platform}/organisations/${org}/visitors/${core}`, { token: account.token });
+  const readEvents = (query = '') =>
+    srv.api.get<BodyOf<'listEvents'>>(`/v1/rest/${account.platform}/organisations/${org}/events${query}`, { token: account.token });
 
   let context: BrowserContext;
   let page: Page;
@@ -127,8 +130,8 @@ describe('browser tracker in Chromium', function () {
     // end to end: what the browser sent is stored, stitched and readable
     const stored = await eventually(async () => {
       const r = await readEvents(`?core_id=${view.core}`);
-      expect(r.body.items.map((e: { name: string }) => e.name).sort()).to.deep.equal(['productview', 'updatecart', 'view']);
-      return r.body.items as { name: string; body: unknown; roaming_id: string }[];
+      expect(r.body.items.map((e) => e.name).sort()).to.deep.equal(['productview', 'updatecart', 'view']);
+      return r.body.items;
     });
     expect(stored.find((e) => e.name === 'updatecart')!.body).to.deep.equal(updatecart);
     expect(stored.every((e) => e.roaming_id === view.roaming)).to.equal(true);
