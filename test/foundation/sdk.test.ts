@@ -30,7 +30,6 @@ import {
   updateIntegration,
   updateIntegrationUnscoped,
 } from './client/index.ts';
-import type { OrgId } from '../../src/db/tenancy.ts';
 
 export interface FlowInput {
   platform: string;
