@@ -27,7 +27,7 @@ export function asOrgId(value: number): OrgId {
   return value as OrgId;
 }
 
-/** An organisation's id written as text (a NOTIFY payload, a command-line flag), or undefined when it names none. */
+/** An organisation's id written as text (a NOTIFY payload), or undefined when it names none. */
 export function parseOrgId(text: string): OrgId | undefined {
   const n = Number(text);
   return Number.isSafeInteger(n) && n > 0 ? (n as OrgId) : undefined;

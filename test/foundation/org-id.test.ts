@@ -43,7 +43,7 @@ describe('OrgId', () => {
     for (const bad of [0, -1, 1.5, Number.NaN, 2 ** 53]) expect(() => asOrgId(bad), String(bad)).to.throw(TypeError);
   });
 
-  it('is read from text (a NOTIFY payload, a flag) as Number reads it, or not at all', () => {
+  it('is read from text (a NOTIFY payload) as Number reads it, or not at all', () => {
     expect(parseOrgId('17')).to.equal(17);
     for (const bad of ['', '0', '-3', 'x', '1.5', '9007199254740993']) expect(parseOrgId(bad), bad).to.equal(undefined);
   });
