@@ -13,6 +13,7 @@ import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { footprint, newShop, PHISH, type Shop, storedDeliveries } from '../support/trust.ts';
 import { testOrgId } from '../support/org-id.ts';
+import type { TrackingError, BodyOf } from '../support/client.ts';
 
 /** What the shop's server runs (README): the key is the secret's 64 characters as they are. */
 const hashOf = (secret: string, value: string) => createHmac('sha256', secret).update(value.trim().toLowerCase()).digest('hex');
@@ -85,7 +86,7 @@ describe('identity verification', function () {
       expect(ok.status, ok.text).to.equal(200);
       expect(ok.body).to.deep.equal({ core_id: signed.core });
       const forged = shop.visitor();
-      const bad = await forged.identify({ email: 'plain@example.com', hash: hashOf('0'.repeat(64), 'plain@example.com') });
+      const bad = await forged.identify<TrackingError>({ email: 'plain@example.com', hash: hashOf('0'.repeat(64), 'plain@example.com') });
       expect(bad.status, bad.text).to.equal(403);
       expect(bad.body.error).to.equal('unverified_identity');
       expect(await footprint(srv, shop.orgId, forged.core)).to.deep.equal({ visitors: 0, links: 0, events: 0 });
@@ -157,7 +158,7 @@ describe('identity verification', function () {
         { name: 'Mallory' },
       ];
       for (const payload of payloads) {
-        const r = await atk.identify(payload);
+        const r = await atk.identify<TrackingError>(payload);
         expect(r.status, `${JSON.stringify(payload)}: ${r.text}`).to.be.oneOf([400, 403]);
         if (r.status === 403) expect(r.body.error).to.equal('unverified_identity');
       }
@@ -221,16 +222,20 @@ describe('identity verification', function () {
 
     it('stops accepting hashes made with the old secret once it is rotated', async () => {
       const old = secret;
-      const rotated = await srv.api.post(`/v1/rest/${account.platform}/organisations/${shop.orgId}/identity-secret/rotate`, undefined, {
-        token: account.token,
-      });
+      const rotated = await srv.api.post<BodyOf<'rotateIdentitySecret'>>(
+        `/v1/rest/${account.platform}/organisations/${shop.orgId}/identity-secret/rotate`,
+        undefined,
+        {
+          token: account.token,
+        },
+      );
       expect(rotated.status, rotated.text).to.equal(200);
-      const fresh = rotated.body.identity_secret as string;
+      const fresh = rotated.body.identity_secret;
       expect(fresh)
         .to.match(/^[0-9a-f]{64}$/)
         .and.not.equal(old);
       const v = shop.visitor();
-      const refused = await v.identify({ email: 'buyer@example.com', hash: hashOf(old, 'buyer@example.com') });
+      const refused = await v.identify<TrackingError>({ email: 'buyer@example.com', hash: hashOf(old, 'buyer@example.com') });
       expect(refused.status).to.equal(403);
       expect(refused.body.error).to.equal('unverified_identity');
       expect((await v.identify({ email: 'buyer@example.com', hash: hashOf(fresh, 'buyer@example.com') })).status).to.equal(200);

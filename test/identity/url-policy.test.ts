@@ -11,6 +11,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { footprint, newShop, PHISH, type Shop, storedDeliveries } from '../support/trust.ts';
+import type { Reply, TrackingError } from '../support/client.ts';
 
 describe('URL policy: allowed domains (on by default)', function () {
   this.timeout(60_000);
@@ -247,7 +248,7 @@ describe('URL policy: allowed domains (on by default)', function () {
     it('refuses identify, events and the pixel from a foreign or missing Origin with 403 origin_not_allowed, storing nothing', async () => {
       const v = shop.visitor();
       const foreign = { origin: 'https://phish.attacker.example' };
-      const attempts = [
+      const attempts: Reply<TrackingError>[] = [
         await v.track('updatecart', { product_id: 1, cart_url: PHISH }, foreign),
         await v.track('view', { page: shop.url('/') }), // neither Origin nor Referer
         await v.track('view', { page: shop.url('/') }, { origin: 'null' }),

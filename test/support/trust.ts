@@ -31,8 +31,10 @@ export interface Visitor {
   core: string;
   roaming: string;
   corex: string;
-  track(name: string, body: Record<string, unknown>, headers?: Record<string, string>): Promise<Reply>;
-  identify(payload: Record<string, string>, headers?: Record<string, string>): Promise<Reply>;
+  /** an event; its reply typed T (the 202's body by default, `TrackingError` where a test reads a refusal) */
+  track<T = BodyOf<'recordViewEvent'>>(name: string, body: Record<string, unknown>, headers?: Record<string, string>): Promise<Reply<T>>;
+  /** identify; its reply typed T (the 200's body by default, `TrackingError` where a test reads a refusal) */
+  identify<T = BodyOf<'identifyVisitor'>>(payload: Record<string, string>, headers?: Record<string, string>): Promise<Reply<T>>;
   read(): Promise<BodyOf<'getVisitor'>>;
 }
 
@@ -52,8 +54,10 @@ export async function newShop(srv: TestServer, account: Account, receiver: TestR
         core,
         roaming,
         corex,
-        track: (name, body, headers = {}) => srv.api.post(`/jsv1/${orgId}/${roaming}/${core}/${corex}/event/${name}`, body, { headers }),
-        identify: (payload, headers = {}) => srv.api.get(`/jsv1/identify/${orgId}/${roaming}/${core}/${b64url(payload)}`, { headers }),
+        track: <T>(name: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+          srv.api.post<T>(`/jsv1/${orgId}/${roaming}/${core}/${corex}/event/${name}`, body, { headers }),
+        identify: <T>(payload: Record<string, string>, headers: Record<string, string> = {}) =>
+          srv.api.get<T>(`/jsv1/identify/${orgId}/${roaming}/${core}/${b64url(payload)}`, { headers }),
         async read() {
           const r = await srv.api.get<BodyOf<'getVisitor'>>(`${base}/visitors/${core}`, { token: account.token });
           expect(r.status, r.text).to.equal(200);
