@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { REGISTRATION_TOKEN, register, registration } from '../support/registration.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, PASSWORD, newAccount, uniqueIp } from '../support/accounts.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('password change for everyone (issue 22, point 4)', function () {
   this.timeout(60_000);
@@ -20,9 +21,9 @@ describe('password change for everyone (issue 22, point 4)', function () {
   after(() => srv.stop());
 
   const login = (platform: string, email: string, password: string, ip = uniqueIp()) =>
-    srv.api.post(`/v1/rest/${platform}/users/login`, { email, password }, { headers: { 'x-forwarded-for': ip } });
+    srv.api.post<BodyOf<'loginPlatformUser'>>(`/v1/rest/${platform}/users/login`, { email, password }, { headers: { 'x-forwarded-for': ip } });
   const change = (platform: string, token: string, current: string, next: string, ip = uniqueIp()) =>
-    srv.api.post(
+    srv.api.post<BodyOf<'changePassword'>>(
       `/v1/rest/${platform}/users/password`,
       { current_password: current, new_password: next },
       { token, headers: { 'x-forwarded-for': ip } },
@@ -31,12 +32,12 @@ describe('password change for everyone (issue 22, point 4)', function () {
 
   it('changes a platform account’s password: every older session ends, the answer’s token keeps the caller signed in', async () => {
     const account: Account = await newAccount(srv);
-    const other = (await login('acme', account.email, PASSWORD)).body.bearer_token as string; // a second session (a stolen one)
+    const other = (await login('acme', account.email, PASSWORD)).body.bearer_token; // a second session (a stolen one)
     const r = await change('acme', account.token, PASSWORD, 'a longer passphrase for 2026');
     expect(r.status, r.text).to.equal(200);
     expect(r.body).to.include({ code: 2001, message: 'Password changed' });
     expect(r.body.user).to.include({ id: account.userId, email: account.email });
-    const fresh = r.body.bearer_token as string;
+    const fresh = r.body.bearer_token;
     expect(fresh).to.not.equal(account.token);
 
     for (const old of [account.token, other]) {
@@ -52,8 +53,8 @@ describe('password change for everyone (issue 22, point 4)', function () {
   it('changes a self-registered merchant’s password the same way (merchant session), which ends a stolen merchant session', async () => {
     const body = registration();
     expect((await register(srv, body)).status).to.equal(200);
-    const mine = (await login('merchant', body.email, body.password)).body.bearer_token as string;
-    const stolen = (await login('merchant', body.email, body.password)).body.bearer_token as string;
+    const mine = (await login('merchant', body.email, body.password)).body.bearer_token;
+    const stolen = (await login('merchant', body.email, body.password)).body.bearer_token;
     expect((await organisations('merchant', stolen)).status).to.equal(200);
 
     const r = await change('merchant', mine, body.password, 'bread at dawn, 2026');
@@ -61,12 +62,12 @@ describe('password change for everyone (issue 22, point 4)', function () {
     expect(r.body.user).to.include({ email: body.email });
     expect((await organisations('merchant', stolen)).status, 'the stolen session ends').to.equal(401);
     expect((await organisations('merchant', mine)).status).to.equal(401);
-    expect((await organisations('merchant', r.body.bearer_token as string)).status).to.equal(200);
+    expect((await organisations('merchant', r.body.bearer_token)).status).to.equal(200);
     // the thief cannot change it back with the old session either
     expect((await change('merchant', stolen, 'bread at dawn, 2026', 'thief wins now')).status).to.equal(401);
     expect((await login('merchant', body.email, 'bread at dawn, 2026')).status).to.equal(200);
     // a merchant session is a merchant session: not a platform's
-    expect((await change('acme', r.body.bearer_token as string, 'bread at dawn, 2026', 'whatever 12345')).body).to.include({ code: 4010 });
+    expect((await change('acme', r.body.bearer_token, 'bread at dawn, 2026', 'whatever 12345')).body).to.include({ code: 4010 });
   });
 
   it('answers a wrong current password with 401/4011, counts it as a failed login, and limits it like login', async () => {

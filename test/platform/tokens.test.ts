@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { AccountError, ensurePlatformAccount, setPlatformPassword } from '../../src/platform/accounts.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { PASSWORD, unique, uniqueIp } from '../support/accounts.ts';
+import type { BodyOf, PlatformError } from '../support/client.ts';
 
 const JWT_SECRET = 'tokens-test-secret-0123456789abcdefghijklmnop';
 const key = new TextEncoder().encode(JWT_SECRET);
@@ -26,8 +27,8 @@ describe('bearer tokens: exp required, revoked by a password change', () => {
     return { email, userId: made.userId };
   }
   const login = (email: string, password: string) =>
-    srv.api.post('/v1/rest/acme/users/login', { email, password }, { headers: { 'x-forwarded-for': uniqueIp() } });
-  const read = (token: string) => srv.api.get('/v1/rest/acme/organisations', { token });
+    srv.api.post<BodyOf<'loginPlatformUser'>>('/v1/rest/acme/users/login', { email, password }, { headers: { 'x-forwarded-for': uniqueIp() } });
+  const read = (token: string) => srv.api.get<PlatformError>('/v1/rest/acme/organisations', { token });
 
   function expect4010(r: { status: number; body: { code: number }; headers: Headers }) {
     expect(r.status).to.equal(401);
@@ -84,8 +85,8 @@ describe('bearer tokens: exp required, revoked by a password change', () => {
 
   it('revokes every earlier token when the password changes, including one issued in the same second; a login right after works', async () => {
     const { email, userId } = await account();
-    const first = (await login(email, PASSWORD)).body.bearer_token as string;
-    const second = (await login(email, PASSWORD)).body.bearer_token as string;
+    const first = (await login(email, PASSWORD)).body.bearer_token;
+    const second = (await login(email, PASSWORD)).body.bearer_token;
     const now = Math.floor(Date.now() / 1000);
     const legacy = await new SignJWT({})
       .setProtectedHeader({ alg: 'HS256' })
