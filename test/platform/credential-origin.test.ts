@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type ReceivedRequest, TestReceiver } from '../support/receiver.ts';
 import { type Account, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const TOKEN = 'merchant-credential-7f3a9c2e4b1d';
 
@@ -33,8 +34,8 @@ describe('a credential never reaches a new origin', function () {
   });
 
   const item = (id: number) => `/v1/rest/${account.platform}/integration/${id}`;
-  const patch = (id: number, body: unknown) => srv.api.request('PATCH', item(id), { body, token: account.token });
-  const sendTest = (id: number) => srv.api.post(`${item(id)}/test`, undefined, { token: account.token });
+  const patch = (id: number, body: unknown) => srv.api.request<BodyOf<'patchIntegration'>>('PATCH', item(id), { body, token: account.token });
+  const sendTest = (id: number) => srv.api.post<BodyOf<'testIntegration'>>(`${item(id)}/test`, undefined, { token: account.token });
 
   async function integration() {
     const org = (await newMerchant(srv, account)).organisation.id;
