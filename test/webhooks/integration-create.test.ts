@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../support/accounts.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
-import type { BodyOf } from '../support/client.ts';
+import type { BodyOf, PlatformError } from '../support/client.ts';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -131,7 +131,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
     });
 
     it('works on the unscoped path /v1/rest/integration, taking the platform from the token', async () => {
-      const r = await srv.api.post('/v1/rest/integration', webhookBody(orgId), { token: acme.token });
+      const r = await srv.api.post<BodyOf<'createIntegrationUnscoped'>>('/v1/rest/integration', webhookBody(orgId), { token: acme.token });
       expect(r.status).to.equal(201);
       expect(r.body).to.include({ code: 2011, message: 'Created' });
       expect(r.body.integration.org_id).to.equal(orgId);
@@ -144,7 +144,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
       const foreign = (await newMerchant(srv, other)).organisation.id;
       for (const org of [foreign, 987654321]) {
         for (const p of [path, '/v1/rest/integration']) {
-          const r = await srv.api.post(p, webhookBody(org), { token: acme.token });
+          const r = await srv.api.post<PlatformError>(p, webhookBody(org), { token: acme.token });
           expect(r.status).to.equal(403);
           expect(r.body.code).to.equal(4030);
         }
@@ -184,13 +184,13 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
         { org_id: orgId, active: true, type: 'WEBHOOK', data: { endpoint: 'https://x.example' } },
       ];
       for (const body of bad) {
-        const r = await srv.api.post(path, body, { token: acme.token });
+        const r = await srv.api.post<PlatformError>(path, body, { token: acme.token });
         expect(r.status, JSON.stringify(body).slice(0, 200)).to.equal(400);
         expect(r.body.code).to.equal(4000);
         expect(r.body.errors).to.be.an('array').that.is.not.empty;
       }
       for (const httpTimeout of ['1', '9', '10', '29', '30']) {
-        const r = await srv.api.post(path, webhookBody(orgId, { httpTimeout }), { token: acme.token });
+        const r = await srv.api.post<BodyOf<'createIntegration'>>(path, webhookBody(orgId, { httpTimeout }), { token: acme.token });
         expect(r.status, httpTimeout).to.equal(201);
         expect(r.body.integration.data.httpTimeout).to.equal(httpTimeout);
       }
