@@ -16,6 +16,7 @@ import { type Account, newAccount, newMerchant, PASSWORD, unique } from '../supp
 import { launchChromium, screenshot } from '../support/browser.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { b64url } from '../support/payload.ts';
+import type { BodyOf } from '../support/client.ts';
 
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -28,7 +29,8 @@ describe('dashboard trust settings in Chromium', function () {
   let org: { id: number; domain: string };
   const problems: string[] = [];
 
-  const read = async () => (await srv.api.get(`/v1/rest/${account.platform}/organisations/${org.id}`, { token: account.token })).body;
+  const read = async () =>
+    (await srv.api.get<BodyOf<'getOrganisation'>>(`/v1/rest/${account.platform}/organisations/${org.id}`, { token: account.token })).body;
   const visible = (l: Locator, timeout = 10_000) => l.waitFor({ state: 'visible', timeout });
 
   async function open(viewport: { width: number; height: number }): Promise<{ context: BrowserContext; page: Page }> {
