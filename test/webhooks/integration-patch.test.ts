@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { enqueue, matchedBody } from '../support/webhook-fixtures.ts';
 import { type Account, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
+import type { BodyOf, PlatformError } from '../support/client.ts';
 
 const TOKEN = 'tok_0123456789abcdef';
 
@@ -32,7 +33,7 @@ describe('patchIntegration', () => {
 
   it('deactivates and reactivates, keeping every other field and the credential', async () => {
     const made = await integration();
-    const off = await srv.api.request('PATCH', item(made.id), { body: { active: false }, token: account.token });
+    const off = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', item(made.id), { body: { active: false }, token: account.token });
     expect(off.status, off.text).to.equal(200);
     expect(off.body).to.include({ code: 2001, message: 'OK' });
     const { modified_at: _m1, active: _a1, ...rest } = made as Record<string, unknown>;
@@ -41,12 +42,12 @@ describe('patchIntegration', () => {
     expect(after).to.deep.equal(rest);
     expect(after.data.authToken).to.equal('****cdef');
 
-    const on = await srv.api.request('PATCH', item(made.id), { body: { active: true }, token: account.token });
+    const on = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', item(made.id), { body: { active: true }, token: account.token });
     expect(on.body.integration.active).to.equal(true);
 
     // the clear token was kept: a test delivery still sends it
     const before = receiver.requests.length;
-    const test = await srv.api.post(`${item(made.id)}/test`, undefined, { token: account.token });
+    const test = await srv.api.post<BodyOf<'testIntegration'>>(`${item(made.id)}/test`, undefined, { token: account.token });
     expect(test.status, test.text).to.equal(200);
     expect(test.body.delivered).to.equal(true);
     expect(receiver.requests[before]!.headers.authorization).to.equal(`Bearer ${TOKEN}`);
@@ -54,7 +55,7 @@ describe('patchIntegration', () => {
 
   it('changes the data fields sent and keeps the others', async () => {
     const made = await integration();
-    const r = await srv.api.request('PATCH', item(made.id), {
+    const r = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', item(made.id), {
       body: { data: { endpoint: 'https://hooks.example.net/v2', httpTimeout: '20', do_events: true } },
       token: account.token,
     });
@@ -68,18 +69,21 @@ describe('patchIntegration', () => {
       do_contacts: true,
     });
     expect(r.body.integration.active).to.equal(true);
-    const read = await srv.api.get(item(made.id), { token: account.token });
+    const read = await srv.api.get<BodyOf<'getIntegration'>>(item(made.id), { token: account.token });
     expect(read.body).to.deep.equal(r.body.integration);
   });
 
   it('replaces the credential, or removes it with null', async () => {
     const made = await integration();
-    const replaced = await srv.api.request('PATCH', item(made.id), {
+    const replaced = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', item(made.id), {
       body: { data: { authToken: 'another-secret-token-9876' } },
       token: account.token,
     });
     expect(replaced.body.integration.data.authToken).to.equal('****9876');
-    const removed = await srv.api.request('PATCH', item(made.id), { body: { data: { authToken: null } }, token: account.token });
+    const removed = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', item(made.id), {
+      body: { data: { authToken: null } },
+      token: account.token,
+    });
     expect(removed.status, removed.text).to.equal(200);
     expect(removed.body.integration.data).to.not.have.property('authToken');
     const before = receiver.requests.length;
@@ -93,7 +97,7 @@ describe('patchIntegration', () => {
       { kind: 'matched', body: matchedBody(made.org_id) },
     ]);
     await srv.api.request('PATCH', item(made.id), { body: { active: false }, token: account.token });
-    const d = await srv.api.get(`/v1/rest/${account.platform}/deliveries/${id}`, { token: account.token });
+    const d = await srv.api.get<BodyOf<'getDelivery'>>(`/v1/rest/${account.platform}/deliveries/${id}`, { token: account.token });
     expect(d.status, d.text).to.equal(200);
     expect(d.body.status).to.equal('cancelled');
   });
@@ -101,7 +105,7 @@ describe('patchIntegration', () => {
   it('rejects an empty or invalid change with 400 and changes nothing', async () => {
     const made = await integration();
     for (const body of [{}, { data: { endpoint: 'ftp://hooks.example.com/' } }, { data: { httpTimeout: '31' } }, { name: 'x' }, { active: 'no' }]) {
-      const r = await srv.api.request('PATCH', item(made.id), { body, token: account.token });
+      const r = await srv.api.request<PlatformError>('PATCH', item(made.id), { body, token: account.token });
       expect(r.status, JSON.stringify(body)).to.equal(400);
       expect(r.body.code).to.equal(4000);
     }
@@ -112,10 +116,13 @@ describe('patchIntegration', () => {
   it('answers 404 for an integration of another account, a deleted one, or none; 401 without a token', async () => {
     const made = await integration();
     const stranger = await newAccount(srv, 'rival');
-    const foreign = await srv.api.request('PATCH', item(made.id, stranger.platform), { body: { active: false }, token: stranger.token });
+    const foreign = await srv.api.request<PlatformError>('PATCH', item(made.id, stranger.platform), {
+      body: { active: false },
+      token: stranger.token,
+    });
     expect(foreign.status).to.equal(404);
     expect(foreign.body.code).to.equal(4040);
-    expect((await srv.api.get(item(made.id), { token: account.token })).body.active).to.equal(true);
+    expect((await srv.api.get<BodyOf<'getIntegration'>>(item(made.id), { token: account.token })).body.active).to.equal(true);
 
     expect((await srv.api.request('PATCH', item(987654321), { body: { active: false }, token: account.token })).status).to.equal(404);
     expect((await srv.api.delete(item(made.id), { token: account.token })).status).to.equal(204);
