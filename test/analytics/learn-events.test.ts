@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, type Merchant, newAccount, newMerchant } from '../support/accounts.ts';
 import { UNKNOWN_TOKEN, learn } from '../support/registration.ts';
-import { errorBody } from '../support/client.ts';
+import { errorBody, type BodyOf, type PlatformError, type Reply } from '../support/client.ts';
 import { expectInvalid } from '../support/expect.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
 
@@ -20,8 +20,8 @@ describe('learning events (submitLearningEvent)', () => {
 
   const stored = (orgId: OrgId) => srv.database.handle.db.selectFrom('learn_events').selectAll().where('org_id', '=', orgId).orderBy('id').execute();
 
-  const list = (m: Merchant, query = '', account: Account = acme) =>
-    srv.api.get(`/v1/rest/${account.platform}/organisations/${m.organisation.id}/learn-events${query}`, { token: account.token });
+  const list = <T = BodyOf<'listLearnEvents'>>(m: Merchant, query = '', account: Account = acme) =>
+    srv.api.get<T>(`/v1/rest/${account.platform}/organisations/${m.organisation.id}/learn-events${query}`, { token: account.token });
 
   describe('POST /rest/v1/learn/event', () => {
     it('stores an event with every field and answers 200 {status: "success"}', async () => {
@@ -137,7 +137,7 @@ describe('learning events (submitLearningEvent)', () => {
       for (const key of ['org_token', 'eventName', 'eventVal'] as const) {
         const body: Record<string, unknown> = { ...full };
         delete body[key];
-        const r = await learn(srv, body);
+        const r = await learn<BodyOf<'submitLearningEvent', 400>>(srv, body);
         expectInvalid(r, `without ${key}`);
         expect(r.body.reason).to.include(key);
       }
@@ -250,8 +250,9 @@ describe('learning events (submitLearningEvent)', () => {
       const r = await list(m);
       expect(r.status).to.equal(200);
       expect(r.body.next_cursor).to.equal(null);
-      const [second, first] = r.body.items;
       expect(r.body.items).to.have.length(2);
+      const second = r.body.items[0]!;
+      const first = r.body.items[1]!;
       expect(second).to.deep.equal({
         id: second.id,
         event_name: 'second',
@@ -278,10 +279,10 @@ describe('learning events (submitLearningEvent)', () => {
       const sizes: number[] = [];
       let cursor: string | null = null;
       do {
-        const r = await list(m, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        const r: Reply<BodyOf<'listLearnEvents'>> = await list(m, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
         expect(r.status).to.equal(200);
         sizes.push(r.body.items.length);
-        seen.push(...r.body.items.map((e: { event_name: string }) => e.event_name));
+        seen.push(...r.body.items.map((e) => e.event_name));
         cursor = r.body.next_cursor;
       } while (cursor);
       expect(sizes).to.deep.equal([2, 2, 1]);
@@ -289,10 +290,10 @@ describe('learning events (submitLearningEvent)', () => {
 
       const first = await list(m, '?limit=2');
       const other = await newMerchant(srv, acme);
-      const replayed = await list(other, `?cursor=${first.body.next_cursor}`);
+      const replayed = await list<PlatformError>(other, `?cursor=${first.body.next_cursor}`);
       expect(replayed.status).to.equal(400);
       expect(replayed.body.code).to.equal(4000);
-      const bad = await list(m, '?cursor=not-a-cursor');
+      const bad = await list<PlatformError>(m, '?cursor=not-a-cursor');
       expect(bad.status).to.equal(400);
       expect(bad.body.code).to.equal(4000);
       for (const limit of ['0', '201', 'x']) expect((await list(m, `?limit=${limit}`)).status, limit).to.equal(400);
@@ -313,25 +314,25 @@ describe('learning events (submitLearningEvent)', () => {
       const rival = await newAccount(srv, 'acme');
       const other = await newAccount(srv, 'globex');
       for (const account of [rival, other]) {
-        const r = await list(m, '', account);
+        const r = await list<PlatformError>(m, '', account);
         expect(r.status, account.platform).to.equal(403);
         expect(r.body.code).to.equal(4030);
       }
-      const missing = await srv.api.get('/v1/rest/acme/organisations/987654321/learn-events', { token: acme.token });
+      const missing = await srv.api.get<PlatformError>('/v1/rest/acme/organisations/987654321/learn-events', { token: acme.token });
       expect(missing.status).to.equal(403);
       expect(missing.body.code).to.equal(4030);
     });
 
     it("requires a bearer token of the path's platform (401/4010)", async () => {
       const m = await newMerchant(srv, acme);
-      const none = await srv.api.get(`/v1/rest/acme/organisations/${m.organisation.id}/learn-events`);
+      const none = await srv.api.get<PlatformError>(`/v1/rest/acme/organisations/${m.organisation.id}/learn-events`);
       expect(none.status).to.equal(401);
       expect(none.body.code).to.equal(4010);
       const other = await newAccount(srv, 'globex');
-      const wrong = await srv.api.get(`/v1/rest/acme/organisations/${m.organisation.id}/learn-events`, { token: other.token });
+      const wrong = await srv.api.get<PlatformError>(`/v1/rest/acme/organisations/${m.organisation.id}/learn-events`, { token: other.token });
       expect(wrong.status).to.equal(401);
       expect(wrong.body.code).to.equal(4010);
-      const bad = await srv.api.get(`/v1/rest/acme/organisations/${m.organisation.id}/learn-events`, { token: 'not.a.jwt' });
+      const bad = await srv.api.get<PlatformError>(`/v1/rest/acme/organisations/${m.organisation.id}/learn-events`, { token: 'not.a.jwt' });
       expect(bad.status).to.equal(401);
     });
   });

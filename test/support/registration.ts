@@ -3,6 +3,7 @@
 // (with TRUST_PROXY=true) so the per-IP registration limit never interferes.
 import { unique, uniqueIp } from './accounts.ts';
 import type { TestServer } from './harness.ts';
+import type { BodyOf } from './client.ts';
 
 export const REGISTRATION_TOKEN = 'reg_test_4WzX9kQ2pL7sV1bN';
 export const UNKNOWN_TOKEN = { status: 'failed', code: 5104, reason: 'Invalid org_token: please provide the correct organisation token' };
@@ -39,6 +40,7 @@ export async function organisationOf(srv: TestServer, domain: string) {
   return row && { ...row, token: row.token_enc ? srv.deps.cipher.decrypt(row.token_enc) : row.token };
 }
 
-export function learn(srv: TestServer, body: unknown) {
-  return srv.api.post('/rest/v1/learn/event', body);
+/** A learning event; its reply typed T (the 200's body by default, `BodyOf<'submitLearningEvent', 400>` where a test reads a refusal). */
+export function learn<T = BodyOf<'submitLearningEvent'>>(srv: TestServer, body: unknown) {
+  return srv.api.post<T>('/rest/v1/learn/event', body);
 }
