@@ -8,7 +8,7 @@ import { verifyPassword } from '../../src/platform/passwords.crypto.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { REGISTRATION_TOKEN, learn, organisationOf, register, registration } from '../support/registration.ts';
-import { errorBody } from '../support/client.ts';
+import { errorBody, type BodyOf, type PlatformError, type AnalyticsFailure } from '../support/client.ts';
 import { expectInvalid } from '../support/expect.ts';
 
 const SUCCESS = { status: 'success', message: 'Registration successful' };
@@ -159,7 +159,7 @@ describe('analytics registration (registerAnalyticsUser)', () => {
     it('does not let an analytics registration log in to the platform API', async () => {
       const body = registration();
       expect((await register(srv, body)).status).to.equal(200);
-      const r = await srv.api.post(
+      const r = await srv.api.post<PlatformError>(
         '/v1/rest/acme/users/login',
         { email: body.email, password: body.password },
         { headers: { 'x-forwarded-for': '203.0.113.9' } },
@@ -194,7 +194,11 @@ describe('analytics registration (registerAnalyticsUser)', () => {
       const email = `${unique('race')}@owner.example`;
       const [a, p] = await Promise.all([
         register(srv, registration({ email })),
-        srv.api.post('/v1/rest/acme/users/register', { email, domain: `${unique('p')}.shop.example` }, { token: acme.token }),
+        srv.api.post<BodyOf<'registerClientUser', 409>>(
+          '/v1/rest/acme/users/register',
+          { email, domain: `${unique('p')}.shop.example` },
+          { token: acme.token },
+        ),
       ]);
       expect([a.status, p.status].sort()).to.satisfy((s: number[]) => (s[0] === 200 && s[1] === 409) || (s[0] === 201 && s[1] === 400));
       if (a.status === 400) expect(errorBody(a)).to.deep.equal(alreadyRegistered(email));
@@ -215,7 +219,7 @@ describe('analytics registration (registerAnalyticsUser)', () => {
         ` ${REGISTRATION_TOKEN}`,
       ];
       for (const token of tokens) {
-        const r = await register(srv, body, { token });
+        const r = await register<BodyOf<'registerAnalyticsUser', 401>>(srv, body, { token });
         expect(r.status, String(token)).to.equal(401);
         expect(r.body.status).to.equal('error');
         expect(r.body.message).to.be.a('string').and.not.empty;
@@ -242,7 +246,7 @@ describe('analytics registration (registerAnalyticsUser)', () => {
       for (const key of ['email', 'password', 'first_name', 'domain', 'entity']) {
         const body: Record<string, unknown> = registration();
         delete body[key];
-        const r = await register(srv, body);
+        const r = await register<AnalyticsFailure>(srv, body);
         expectInvalid(r, `without ${key}`);
         expect(r.body.reason).to.include(key);
       }
@@ -272,7 +276,7 @@ describe('analytics registration (registerAnalyticsUser)', () => {
     it('refuses a domain with nothing domain-like left after normalisation', async () => {
       for (const domain of ['https://', '/path/only', '...', 'https:///x', '  .  ']) {
         const body = registration({ domain });
-        const r = await register(srv, body);
+        const r = await register<AnalyticsFailure>(srv, body);
         expectInvalid(r, domain);
         expect(r.body.reason).to.include('/domain');
         expect(await userOf(body.email)).to.equal(undefined);
@@ -326,7 +330,7 @@ describe('analytics registration without REGISTRATION_TOKEN', () => {
   it('is disabled: 403 {status: error, message} with or without a token, and creates nothing', async () => {
     const body = registration();
     for (const token of [null, '', REGISTRATION_TOKEN, 'anything']) {
-      const r = await register(srv, body, { token });
+      const r = await register<BodyOf<'registerAnalyticsUser', 403>>(srv, body, { token });
       expect(r.status, String(token)).to.equal(403);
       expect(r.body.status).to.equal('error');
       expect(r.body.message).to.be.a('string').and.not.empty;

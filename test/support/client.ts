@@ -22,11 +22,13 @@ type Schemas = components['schemas'];
 export type PlatformError = Schemas['PlatformError'];
 export type TrackingError = Schemas['TrackingError'];
 export type AnalyticsError = Schemas['AnalyticsError'];
+/** The analytics host's refusal of an input (`status: 'failed'`, a `code` and its `reason`). */
+export type AnalyticsFailure = Schemas['AnalyticsFailure'];
 
 /**
  * A reply: `body` typed as T. Give T from the contract (`BodyOf<'op'>`, or
  * an area's error body) wherever a test reads the body. The default is still
- * `any` while 14 test files read untyped bodies (switch the defaults below to
+ * `any` while 13 test files read untyped bodies (switch the defaults below to
  * `unknown` and run `npm run typecheck` to list them); every other file
  * compiles with `unknown`.
  */

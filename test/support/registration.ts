@@ -28,10 +28,11 @@ export interface RegisterOptions {
   ip?: string;
 }
 
-export function register(srv: TestServer, body: unknown, opts: RegisterOptions = {}) {
+/** A self-service registration; its reply typed T (the 200's body by default, the refusal's where a test reads one). */
+export function register<T = BodyOf<'registerAnalyticsUser'>>(srv: TestServer, body: unknown, opts: RegisterOptions = {}) {
   const token = opts.token === undefined ? REGISTRATION_TOKEN : opts.token;
   const query = token === null ? '' : `?token=${encodeURIComponent(token)}`;
-  return srv.api.post(`/api/v1/register${query}`, body, { headers: { 'x-forwarded-for': opts.ip ?? uniqueIp() } });
+  return srv.api.post<T>(`/api/v1/register${query}`, body, { headers: { 'x-forwarded-for': opts.ip ?? uniqueIp() } });
 }
 
 /** The stored organisation of a domain (its token is not returned by registration), with its token decrypted. */
