@@ -4,6 +4,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
+import type { BodyOf, PlatformError, Reply } from '../support/client.ts';
 
 const MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$/;
 
@@ -14,7 +15,8 @@ describe('organisation reads', () => {
   });
   after(() => srv.stop());
 
-  const list = (a: Account, query = '') => srv.api.get(`/v1/rest/${a.platform}/organisations${query}`, { token: a.token });
+  const list = <T = BodyOf<'listOrganisations'>>(a: Account, query = '') =>
+    srv.api.get<T>(`/v1/rest/${a.platform}/organisations${query}`, { token: a.token });
 
   // the trust and privacy settings are part of OrganisationDetail: their defaults, and the organisation's own secret
   const trustDefaults = (domain: string, body: { identity_secret?: unknown }) => ({
@@ -31,7 +33,7 @@ describe('organisation reads', () => {
   it('GET /organisations/{org_id} answers the OrganisationDetail: every Organisation field plus organisation_name', async () => {
     const a = await newAccount(srv);
     const m = await newMerchant(srv, a, { organisation_name: "Jane's Linen Shop" });
-    const r = await srv.api.get(`/v1/rest/acme/organisations/${m.organisation.id}`, { token: a.token });
+    const r = await srv.api.get<BodyOf<'getOrganisation'>>(`/v1/rest/acme/organisations/${m.organisation.id}`, { token: a.token });
     expect(r.status).to.equal(200);
     expect(r.body.identity_secret).to.match(/^[0-9a-f]{64}$/);
     expect(r.body).to.deep.equal({ ...m.organisation, organisation_name: "Jane's Linen Shop", ...trustDefaults(m.organisation.domain, r.body) });
@@ -43,7 +45,7 @@ describe('organisation reads', () => {
     const b = await newAccount(srv);
     const theirs = (await newMerchant(srv, b)).organisation.id;
     for (const id of [theirs, 987654321, 9007199254740991]) {
-      const r = await srv.api.get(`/v1/rest/acme/organisations/${id}`, { token: a.token });
+      const r = await srv.api.get<PlatformError>(`/v1/rest/acme/organisations/${id}`, { token: a.token });
       expect(r.status, String(id)).to.equal(403);
       expect(r.body.code).to.equal(4030);
     }
@@ -63,8 +65,8 @@ describe('organisation reads', () => {
     const r = await list(a);
     expect(r.status).to.equal(200);
     expect(Object.keys(r.body).sort()).to.deep.equal(['items', 'next_cursor']);
-    expect(r.body.items.map((o: { id: number }) => o.id)).to.deep.equal(mine.map((o) => o.id).reverse());
-    expect(r.body.items[0]).to.deep.equal({ ...mine[2], organisation_name: 'Shop 2', ...trustDefaults(mine[2]!.domain, r.body.items[0]) });
+    expect(r.body.items.map((o) => o.id)).to.deep.equal(mine.map((o) => o.id).reverse());
+    expect(r.body.items[0]).to.deep.equal({ ...mine[2], organisation_name: 'Shop 2', ...trustDefaults(mine[2]!.domain, r.body.items[0]!) });
     expect(r.body.next_cursor).to.equal(null);
   });
 
@@ -81,14 +83,14 @@ describe('organisation reads', () => {
     const seen: number[] = [];
     let cursor: string | null = null;
     do {
-      const r = await list(a, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const r: Reply<BodyOf<'listOrganisations'>> = await list(a, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
       expect(r.status).to.equal(200);
-      seen.push(...r.body.items.map((o: { id: number }) => o.id));
+      seen.push(...r.body.items.map((o) => o.id));
       cursor = r.body.next_cursor;
       if (cursor) expect(cursor).to.match(/^[A-Za-z0-9_-]+$/);
     } while (cursor);
     expect(seen).to.deep.equal([...ids].reverse());
-    const bad = await list(a, '?cursor=not-a-cursor');
+    const bad = await list<PlatformError>(a, '?cursor=not-a-cursor');
     expect(bad.status).to.equal(400);
     expect(bad.body.code).to.equal(4000);
     const over = await list(a, '?limit=201');
@@ -101,7 +103,7 @@ describe('organisation reads', () => {
     const shoes = (await newMerchant(srv, a, { email: `${n}-1@m.example`, domain: `Shoes-${n}.example.com` })).organisation.id;
     const hats = (await newMerchant(srv, a, { email: `${n}-2@m.example`, domain: `hats-${n}.example.com` })).organisation.id;
     const pct = (await newMerchant(srv, a, { email: `${n}-3@m.example`, domain: `100%_off-${n}.example.com` })).organisation.id;
-    const ids = async (q: string) => (await list(a, `?q=${encodeURIComponent(q)}`)).body.items.map((o: { id: number }) => o.id);
+    const ids = async (q: string) => (await list(a, `?q=${encodeURIComponent(q)}`)).body.items.map((o) => o.id);
     expect(await ids(`SHOES-${n}`)).to.deep.equal([shoes]);
     expect(await ids(n)).to.deep.equal([pct, hats, shoes]);
     expect(await ids('%')).to.deep.equal([pct]);
