@@ -28,7 +28,7 @@ export type AnalyticsFailure = Schemas['AnalyticsFailure'];
 /**
  * A reply: `body` typed as T. Give T from the contract (`BodyOf<'op'>`, or
  * an area's error body) wherever a test reads the body. The default is still
- * `any` while 12 test files read untyped bodies (switch the defaults below to
+ * `any` while 11 test files read untyped bodies (switch the defaults below to
  * `unknown` and run `npm run typecheck` to list them); every other file
  * compiles with `unknown`.
  */

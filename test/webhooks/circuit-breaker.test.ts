@@ -13,6 +13,7 @@ import { freshDatabase, startTestServer, type TestDatabase, type TestServer } fr
 import { TestReceiver } from '../support/receiver.ts';
 import { type Tenant, createTenant, enqueue, eventually, many, SCHEDULE, sleep } from '../support/webhook-fixtures.ts';
 import { testOrgId } from '../support/org-id.ts';
+import type { BodyOf } from '../support/client.ts';
 
 describe('circuit breaker', function () {
   this.timeout(60_000);
@@ -189,17 +190,17 @@ describe('circuit breaker', function () {
     }
 
     async function webhook(endpoint: string) {
-      const r = await srv.api.post(
+      const r = await srv.api.post<BodyOf<'createIntegration'>>(
         `/v1/rest/${tenant.platform}/integration`,
         { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { endpoint, httpTimeout: '5', do_events: true, do_contacts: true } },
         { token: tenant.token },
       );
       expect(r.status, r.text).to.equal(201);
-      return { id: r.body.integration.id as number, orgId: tenant.orgId, signingSecret: r.body.integration.signing_secret as string };
+      return { id: r.body.integration.id, orgId: tenant.orgId, signingSecret: r.body.integration.signing_secret };
     }
 
     async function read(id: number) {
-      const r = await srv.api.get(`/v1/rest/${tenant.platform}/integration/${id}`, { token: tenant.token });
+      const r = await srv.api.get<BodyOf<'getIntegration'>>(`/v1/rest/${tenant.platform}/integration/${id}`, { token: tenant.token });
       expect(r.status).to.equal(200);
       return r.body;
     }
@@ -231,14 +232,14 @@ describe('circuit breaker', function () {
       expect(paused.active).to.equal(true);
       expect(paused.health.consecutive_failures).to.be.at.least(5);
       expect(paused.health.last_error).to.equal('HTTP 503');
-      expect(Date.parse(paused.health.failing_since)).to.be.at.most(Date.now());
-      expect(Date.parse(paused.health.paused_until)).to.be.above(Date.now());
+      expect(Date.parse(paused.health.failing_since!)).to.be.at.most(Date.now());
+      expect(Date.parse(paused.health.paused_until!)).to.be.above(Date.now());
       expect(paused.health).to.include({ disabled_at: null, disabled_reason: null });
 
       // while paused: no attempt, every delivery pending with the attempts it had
       const sentBefore = r.requests.length;
       const before = await deliveries(hook.id);
-      await sleep(Math.max(0, Date.parse(paused.health.paused_until) - Date.now() - 150));
+      await sleep(Math.max(0, Date.parse(paused.health.paused_until!) - Date.now() - 150));
       expect(r.requests.length, 'attempts while paused').to.equal(sentBefore);
       const during = await deliveries(hook.id);
       expect(during).to.deep.equal(before);
@@ -300,18 +301,20 @@ describe('circuit breaker', function () {
 
     it('counts timeouts, and shows a paused endpoint in the paused gauge and the integration list', async () => {
       const r = await receiver(() => ({ status: 200, delayMs: 3_000 }));
-      const res = await srv.api.post(
+      const res = await srv.api.post<BodyOf<'createIntegration'>>(
         `/v1/rest/${tenant.platform}/integration`,
         { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { endpoint: r.url, httpTimeout: '1', do_events: true, do_contacts: true } },
         { token: tenant.token },
       );
-      const hook = { id: res.body.integration.id as number, orgId: tenant.orgId, signingSecret: '' };
+      const hook = { id: res.body.integration.id, orgId: tenant.orgId, signingSecret: '' };
       await enqueue(srv.deps.db, hook, many(tenant.orgId, 6, 'slow'));
       const listed = await eventually(
         async () => {
-          const l = await srv.api.get(`/v1/rest/${tenant.platform}/integration?org_id=${tenant.orgId}`, { token: tenant.token });
-          const i = l.body.items.find((x: { id: number }) => x.id === hook.id);
-          return i.health.state === 'paused' ? i : undefined;
+          const l = await srv.api.get<BodyOf<'listIntegrations'>>(`/v1/rest/${tenant.platform}/integration?org_id=${tenant.orgId}`, {
+            token: tenant.token,
+          });
+          const i = l.body.items.find((x) => x.id === hook.id);
+          return i!.health.state === 'paused' ? i : undefined;
         },
         10_000,
         'the slow endpoint to be paused',
@@ -321,7 +324,7 @@ describe('circuit breaker', function () {
       expect(metrics).to.match(/trackway_webhook_endpoints_paused [1-9]/);
       // a new endpoint clears the pause, and what waited goes there at once
       const ok = await receiver(() => ({ status: 204 }));
-      const patched = await srv.api.request('PATCH', `/v1/rest/${tenant.platform}/integration/${hook.id}`, {
+      const patched = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', `/v1/rest/${tenant.platform}/integration/${hook.id}`, {
         body: { data: { endpoint: ok.url } },
         token: tenant.token,
       });
@@ -336,9 +339,9 @@ describe('circuit breaker', function () {
       await enqueue(srv.deps.db, hook, many(tenant.orgId, 8, 'toggle'));
       await eventually(async () => ((await read(hook.id)).health.state === 'paused' ? true : undefined), 10_000, 'a pause');
       const path = `/v1/rest/${tenant.platform}/integration/${hook.id}`;
-      const off = await srv.api.request('PATCH', path, { body: { active: false }, token: tenant.token });
+      const off = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', path, { body: { active: false }, token: tenant.token });
       expect(off.body.integration.health.state).to.equal('paused');
-      const on = await srv.api.request('PATCH', path, { body: { active: true }, token: tenant.token });
+      const on = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', path, { body: { active: true }, token: tenant.token });
       expect(on.body.integration.health).to.include({ state: 'healthy', consecutive_failures: 0 });
     });
   });
