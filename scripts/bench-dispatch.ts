@@ -84,6 +84,8 @@ interface DrainRound {
   seconds: number;
   node_cpu_us_per_delivery: number;
   pg_cpu_us_per_delivery: number | null;
+  /** TCP connections the receiver accepted during the round (keep-alive: at most the dispatcher's requests in flight) */
+  connections_opened: number;
 }
 
 export async function benchDispatch(input: DispatchBenchInput) {
@@ -109,6 +111,8 @@ export async function benchDispatch(input: DispatchBenchInput) {
       res.end();
     });
   });
+  let connections = 0;
+  receiver.on('connection', () => connections++);
   await new Promise<void>((r) => receiver.listen(input.receiverPort, '127.0.0.1', r));
   const endpoint = `http://127.0.0.1:${input.receiverPort}/hook`;
   const hook = await api(serviceBase, 'POST', '/v1/rest/bench/integration', token, {
@@ -187,6 +191,7 @@ export async function benchDispatch(input: DispatchBenchInput) {
     const windowStart = monotonicUs();
     const s0 = treeCpuUs(input.servicePid, notPostgres);
     const p0 = pgCpu();
+    const c0 = connections;
     while (received < backlog && performance.now() - committed < 300_000) await sleep(20);
     const drained = received;
     const seconds = (lastArrival - committed) / 1000;
@@ -208,12 +213,14 @@ export async function benchDispatch(input: DispatchBenchInput) {
       seconds: Number(seconds.toFixed(2)),
       node_cpu_us_per_delivery: Math.round(sUs / Math.max(1, drained)),
       pg_cpu_us_per_delivery: p0 !== undefined && p1 !== undefined ? Math.round((p1 - p0) / Math.max(1, drained)) : null,
+      connections_opened: connections - c0,
     };
     drainRounds.push(drainRound);
     log(
       `   round ${round}: got ${gotRound.rps} req/s (${gotRound.node_cpu_us_per_req} µs/req${g.errors ? `, errors ${g.errors}` : ''}); ` +
         `dispatch ${drainRound.deliveries_per_second} deliveries/s (${drained}/${backlog} in ${drainRound.seconds} s, ` +
-        `Node ${drainRound.node_cpu_us_per_delivery} µs, PG ${drainRound.pg_cpu_us_per_delivery ?? '—'} µs per delivery); ` +
+        `Node ${drainRound.node_cpu_us_per_delivery} µs, PG ${drainRound.pg_cpu_us_per_delivery ?? '—'} µs per delivery, ` +
+        `${drainRound.connections_opened} connections opened); ` +
         `dispatch/got ${(drainRound.deliveries_per_second / gotRound.rps).toFixed(3)}`,
     );
   }
