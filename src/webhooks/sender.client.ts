@@ -77,8 +77,9 @@ function parseTarget(endpoint: string): string | Error {
   let url: URL;
   try {
     url = new URL(endpoint);
-  } catch {
-    return Object.assign(new Error(`invalid endpoint URL`), { code: 'ERR_INVALID_URL' });
+  } catch (err) {
+    // Node's own error (code ERR_INVALID_URL, message "Invalid URL") is what attempts record
+    return (err as { code?: string }).code ? (err as Error) : Object.assign(new Error(`invalid endpoint URL`), { code: 'ERR_INVALID_URL' });
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     return Object.assign(new Error(`unsupported protocol ${url.protocol} (http or https only)`), { code: 'ERR_UNSUPPORTED_PROTOCOL' });

@@ -1,6 +1,7 @@
 // The sender's connection reuse: one keep-alive agent per origin, so many
 // attempts to one receiver travel over a few TCP connections (at most the
-// requests in flight at once), and a second origin gets connections of its own.
+// requests in flight at once), and a second origin gets connections of its own;
+// and an endpoint URL it cannot send to, refused for good every time.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
@@ -71,6 +72,20 @@ describe('webhook sender connection reuse', function () {
       sender.close();
       await a.close();
       await b.close();
+    }
+  });
+
+  it('refuses an endpoint URL it cannot send to, as permanent, every time it is asked', async () => {
+    const sender = createSender({ allowPrivateNetworks: true, maxSocketsPerOrigin: 8, maxFreeSocketsPerOrigin: 8 });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const invalid = await sender.send({ url: 'not a url', body: '{}', headers: {}, timeoutMs: 1_000 });
+        expect(invalid).to.include({ statusCode: null, permanent: true, error: 'Invalid URL', responseExcerpt: null });
+        const ftp = await sender.send({ url: 'ftp://127.0.0.1/hook', body: '{}', headers: {}, timeoutMs: 1_000 });
+        expect(ftp).to.include({ statusCode: null, permanent: true, error: 'unsupported protocol ftp: (http or https only)' });
+      }
+    } finally {
+      sender.close();
     }
   });
 });
