@@ -195,14 +195,15 @@ describe('browser tracker in Chromium', function () {
 
   it('makes time-ordered core_ids: 12 hex digits of milliseconds since the epoch, then 20 random', async () => {
     const t1 = Date.parse('2026-11-26T12:00:00.000Z');
-    await page.clock.install({ time: t1 });
+    // Date.now() fixed (timers keep running): the id's first 12 digits are known exactly
+    await page.clock.setFixedTime(t1);
     await page.goto(`${shop.url}/plain`);
     const first = await rec.event('view');
     // a new visitor a second later: nothing stored any more
     await page.evaluate(() => localStorage.clear());
     await context.clearCookies();
     rec.sent.length = 0;
-    await page.clock.setSystemTime(t1 + 1000);
+    await page.clock.setFixedTime(t1 + 1000);
     await page.reload();
     const second = await rec.event('view');
     for (const v of [first, second]) {
