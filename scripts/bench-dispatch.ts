@@ -84,6 +84,10 @@ interface DrainRound {
   seconds: number;
   node_cpu_us_per_delivery: number;
   pg_cpu_us_per_delivery: number | null;
+  /** TCP connections the receiver accepted during the round (keep-alive: at most the dispatcher's requests in flight) */
+  connections_opened: number;
+  /** WAL the whole cluster wrote from the backlog's commit until every outcome was written, per delivery (claims, outcomes, attempt rows, index entries; autovacuum too if it ran) */
+  wal_bytes_per_delivery: number;
 }
 
 export async function benchDispatch(input: DispatchBenchInput) {
@@ -109,6 +113,8 @@ export async function benchDispatch(input: DispatchBenchInput) {
       res.end();
     });
   });
+  let connections = 0;
+  receiver.on('connection', () => connections++);
   await new Promise<void>((r) => receiver.listen(input.receiverPort, '127.0.0.1', r));
   const endpoint = `http://127.0.0.1:${input.receiverPort}/hook`;
   const hook = await api(serviceBase, 'POST', '/v1/rest/bench/integration', token, {
@@ -156,6 +162,8 @@ export async function benchDispatch(input: DispatchBenchInput) {
 
   const gotRounds: GotRound[] = [];
   const drainRounds: DrainRound[] = [];
+  const walBytes = async () =>
+    Number((await db.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS b`)).rows[0]!.b);
   const pgCpu = () => (input.postmasterPid !== undefined ? treeCpuUs(input.postmasterPid) : undefined);
   for (let round = 1; round <= input.rounds; round++) {
     // 1a. got alone
@@ -187,6 +195,8 @@ export async function benchDispatch(input: DispatchBenchInput) {
     const windowStart = monotonicUs();
     const s0 = treeCpuUs(input.servicePid, notPostgres);
     const p0 = pgCpu();
+    const c0 = connections;
+    const w0 = await walBytes();
     while (received < backlog && performance.now() - committed < 300_000) await sleep(20);
     const drained = received;
     const seconds = (lastArrival - committed) / 1000;
@@ -201,6 +211,7 @@ export async function benchDispatch(input: DispatchBenchInput) {
     const sUs = treeCpuUs(input.servicePid, notPostgres) - s0;
     input.serviceWindows.push({ scenario: 'dispatch', round, start_us: windowStart, end_us: monotonicUs() });
     const p1 = pgCpu();
+    const w1 = await walBytes();
     input.serviceRss.stop();
     const drainRound = {
       deliveries_per_second: Math.round(drained / seconds),
@@ -208,12 +219,15 @@ export async function benchDispatch(input: DispatchBenchInput) {
       seconds: Number(seconds.toFixed(2)),
       node_cpu_us_per_delivery: Math.round(sUs / Math.max(1, drained)),
       pg_cpu_us_per_delivery: p0 !== undefined && p1 !== undefined ? Math.round((p1 - p0) / Math.max(1, drained)) : null,
+      connections_opened: connections - c0,
+      wal_bytes_per_delivery: Math.round((w1 - w0) / Math.max(1, drained)),
     };
     drainRounds.push(drainRound);
     log(
       `   round ${round}: got ${gotRound.rps} req/s (${gotRound.node_cpu_us_per_req} µs/req${g.errors ? `, errors ${g.errors}` : ''}); ` +
         `dispatch ${drainRound.deliveries_per_second} deliveries/s (${drained}/${backlog} in ${drainRound.seconds} s, ` +
-        `Node ${drainRound.node_cpu_us_per_delivery} µs, PG ${drainRound.pg_cpu_us_per_delivery ?? '—'} µs per delivery); ` +
+        `Node ${drainRound.node_cpu_us_per_delivery} µs, PG ${drainRound.pg_cpu_us_per_delivery ?? '—'} µs per delivery, ` +
+        `WAL ${drainRound.wal_bytes_per_delivery} B per delivery, ${drainRound.connections_opened} connections opened); ` +
         `dispatch/got ${(drainRound.deliveries_per_second / gotRound.rps).toFixed(3)}`,
     );
   }
@@ -290,6 +304,7 @@ export async function benchDispatch(input: DispatchBenchInput) {
     node_cpu_us_per_delivery: Math.round(median(drainRounds.map((r) => r.node_cpu_us_per_delivery))),
     pg_cpu_us_per_delivery: pgPer === null ? null : Math.round(pgPer),
     got_node_cpu_us_per_req: Math.round(median(gotRounds.map((r) => r.node_cpu_us_per_req))),
+    wal_bytes_per_delivery: Math.round(median(drainRounds.map((r) => r.wal_bytes_per_delivery))),
     rounds: drainRounds.map((d, i) => ({ dispatch: d, got: gotRounds[i]! })),
     latency_rate_per_second: rate,
     latency_events: acked.size,

@@ -57,7 +57,7 @@ export function dispatchLines(d: DispatchResult): string[] {
       `**${int(d.deliveries_per_second)} deliveries/s**; raw got loop (${d.concurrency} in flight, ${d.got_mode}) ` +
       `${int(d.got_requests_per_second)} req/s → dispatch/got **${x(d.dispatch_to_got)}** (rounds ${d.dispatch_to_got_per_round.map((n) => n.toFixed(2)).join(', ')})`,
     `dispatch CPU: service Node ${int(d.node_cpu_us_per_delivery)} µs/delivery (got loop alone ${int(d.got_node_cpu_us_per_req)} µs/request), ` +
-      `PostgreSQL ${d.pg_cpu_us_per_delivery === null ? '—' : int(d.pg_cpu_us_per_delivery)} µs/delivery`,
+      `PostgreSQL ${d.pg_cpu_us_per_delivery === null ? '—' : int(d.pg_cpu_us_per_delivery)} µs/delivery, WAL ${int(d.wal_bytes_per_delivery)} B/delivery`,
     `202 → arrival, a lower bound of commit → arrival (steady ${d.latency_rate_per_second} events/s, ${d.latency_notified}/${d.latency_events} notified): ` +
       `p50 ${d.commit_to_arrival_p50_ms} ms, p99 ${d.commit_to_arrival_p99_ms} ms`,
   ];

@@ -3,7 +3,8 @@
 // (scratch) database with set-based SQL (generate_series), not through HTTP.
 //
 // For N events and E events per visitor (`--stored-per-visitor`, default 5):
-//   visitors         V = ⌈N / E⌉, ids of 32 hex digits (md5) as the tracker's;
+//   visitors         V = ⌈N / E⌉, ids of 32 hex digits as the tracker's: 12
+//                    of the first_seen milliseconds, then 20 of an md5;
 //   persons          one per visitor (ids drawn from persons_id_seq, as the
 //                    service draws them); a profile row for every 4th;
 //   contacts         every 20th visitor's person has an email, linked to it;
@@ -14,10 +15,10 @@
 //                    a minute ago, visitor i's events E apart in that order;
 //                    60 % view, 20 % productview, 10 % updatecart, 10 %
 //                    categoryview, bodies as the tracker sends them.
-// Visitors are written in the order of their number: the person and
-// last-seen indexes grow at one edge, the primary key (md5 ids) at random, as
-// in production (sorting them by id instead took longer: two indexes at
-// random). Events are written in chunks of CHUNK, each sorted by core_id so
+// Visitors are written in the order of their number, which is the order of
+// their first_seen and so of their ids: the person, last-seen and primary-key
+// indexes grow at one edge, as the tracker's time-ordered ids make them grow
+// in production. Events are written in chunks of CHUNK, each sorted by core_id so
 // its inserts into events_visitor sweep the index once instead of landing at
 // random;
 // then VACUUM (ANALYZE) of the loaded tables (as a store that has been
@@ -64,7 +65,8 @@ export async function loadStored(url: string, org: number, events: number, perVi
     // the time of stored event g (1..N), as SQL over $2 (month start) and $3 (span in ms) and $4 (N)
     const at = (g: string) =>
       `$2::timestamptz + ((${g} - 1)::double precision / $4::double precision) * $3::double precision * interval '1 millisecond'`;
-    const core = (i: string) => `md5('stored-' || ${i})`;
+    // visitor i's id: its first_seen (at(i), over $2–$4) in 12 hex digits of milliseconds, then 20 of an md5
+    const core = (i: string) => `lpad(to_hex((extract(epoch FROM ${at(i)}) * 1000)::bigint), 12, '0') || left(md5('stored-' || ${i}), 20)`;
     const params = [org, monthStart.toISOString(), spanMs, events];
 
     const tOthers = Date.now();
@@ -96,8 +98,8 @@ export async function loadStored(url: string, org: number, events: number, perVi
     );
     await db.query(
       `INSERT INTO visitor_contacts (org_id, core_id, contact_id, verified)
-       SELECT $1::bigint, ${core('(20 * j)')}, $2::bigint + j, false FROM generate_series(1, $3::bigint) AS j`,
-      [org, contactBase, contacts],
+       SELECT $1::bigint, ${core('(20 * j)')}, $5::bigint + j, false FROM generate_series(1, $6::bigint) AS j`,
+      [...params, contactBase, contacts],
     );
     const othersSeconds = secs(tOthers);
     log(`   visitors, persons and contacts written (${othersSeconds} s)`);

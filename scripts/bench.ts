@@ -344,12 +344,14 @@ async function main(): Promise<string> {
     service_windows: serviceWindows,
     limit_batches: { ...limitStats, rows_per_batch: limitStats.batches ? Number((limitStats.rows / limitStats.batches).toFixed(1)) : 0 },
     service_ingest_metrics: { batch_size: pick('trackway_ingest_batch_size'), commit_seconds: pick('trackway_ingest_commit_seconds') },
+    service_dispatch_metrics: { statement_rows: pick('trackway_webhook_statement_rows') },
   };
   const file = path.join(resultsDir, `bench-${summary.when.replace(/[:.]/g, '-')}.json`);
   fs.writeFileSync(file, JSON.stringify(summary, null, 2) + '\n');
 
   log(`\ningest batches (service): ${summary.service_ingest_metrics.batch_size}`);
   log(`ingest commits (service): ${summary.service_ingest_metrics.commit_seconds}`);
+  if (dispatch) log(`dispatch statements (service, deliveries per statement): ${summary.service_dispatch_metrics.statement_rows}`);
   log(`limit server: ${limitStats.rows} rows in ${limitStats.batches} transactions (${summary.limit_batches.rows_per_batch} per batch)`);
   const out: string[] = [
     '',

@@ -93,20 +93,28 @@ export async function startOnDatabase(config: Config, handle: DbHandle, log: Log
   // which is kept well below the shorter one so a cut-off is not late by up to 30 s
   const { httpHeadersTimeoutMs, httpRequestTimeoutMs } = config;
   // the hot tracking requests are answered before Koa when well-formed (TRACKWAY_FAST_PATH)
-  const callback = createFastPath(deps, api, fastTrackingHandlers(deps), app.callback());
+  // with workers, every answer says which one wrote it: the Koa app's by setHeader, the fast path's in its one writeHead
   const worker = opts.worker === undefined ? undefined : String(opts.worker);
+  const koa = app.callback();
+  const callback = createFastPath(
+    deps,
+    api,
+    fastTrackingHandlers(deps),
+    worker === undefined
+      ? koa
+      : (req, res) => {
+          res.setHeader('X-Trackway-Worker', worker);
+          return koa(req, res);
+        },
+    worker === undefined ? [] : ['X-Trackway-Worker', worker],
+  );
   const server = http.createServer(
     {
       headersTimeout: httpHeadersTimeoutMs,
       requestTimeout: httpRequestTimeoutMs,
       connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(httpHeadersTimeoutMs / 4))),
     },
-    worker === undefined
-      ? callback
-      : (req, res) => {
-          res.setHeader('X-Trackway-Worker', worker);
-          return callback(req, res);
-        },
+    callback,
   );
   server.keepAliveTimeout = 65_000;
   // what node's HTTP parser refuses is answered in the area's JSON error shape too

@@ -296,6 +296,10 @@ export async function startEmbedded(opts: EmbeddedOptions): Promise<EmbeddedClus
     '-c logging_collector=off',
   ];
   if (opts.ephemeral) settings.push('-c fsync=off', '-c full_page_writes=off');
+  // a real cluster: checkpoints 4 GB of WAL or 15 minutes apart (PostgreSQL's defaults: 1 GB, 5 min), so a
+  // page's full-page image is written to the WAL less often; the cost is a longer crash recovery and up to
+  // ~4 GB in pg_wal (README "Operations": the embedded PostgreSQL)
+  else settings.push('-c max_wal_size=4GB', '-c checkpoint_timeout=15min');
   log(`starting PostgreSQL on 127.0.0.1:${info.port}`);
   if (initialised) opts.progress?.(`starting the embedded PostgreSQL on 127.0.0.1:${info.port}`);
   await exec(bin.pgCtl, ['start', '-D', pgdata, '-w', '-t', '120', '-s', '-l', path.join(pgdata, 'server.log'), '-o', settings.join(' ')], who, {

@@ -68,6 +68,8 @@ export async function identifyBatch<E extends BatchEvent, I extends BatchIdentif
   await people.touchVisitors(items, alongside);
   // the identifies that meet no other identify of the batch, written together (the loop below keeps the order's effects)
   await people.identifyTogether(items);
+  // the contacts of every exported event's person, in one read (identifies and merges below drop what they change)
+  await people.readContacts(items.filter((it) => it.kind === 'event' && !it.gpc && interest.exportsEvents.has(it.orgId)));
   for (const it of items) {
     if (it.kind === 'event') {
       // under Global Privacy Control an event is stored, never linked to its person nor sent

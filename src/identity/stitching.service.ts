@@ -31,7 +31,7 @@ import {
 } from './identity.repository.ts';
 import { mergeProfiles, type Recent, recentActivity } from './profile.service.ts';
 import type { IdentifyClaim } from './verification.rules.ts';
-import { contactsOfPerson } from './visitors.repository.ts';
+import { contactsOfPerson, contactsOfPersonsSeen } from './visitors.repository.ts';
 
 /** A visitor seen in the batch (an event or an identify). */
 export type Sighting = {
@@ -252,6 +252,31 @@ export class Stitching {
         for (const c of contacts) if (c.created) hidden.add(`${c.type}:${c.value}`);
       }
       this.pending.set(orgId, hidden);
+    }
+  }
+
+  /**
+   * Reads, in one statement per organisation, the contacts of the persons
+   * the given visitors belong to now, into the cache contacts() reads: what
+   * contacts() would have read for each of them one by one (a person with
+   * none caches none). Called once the visitors are touched and the
+   * identifies written together, before the batch's order is walked: an
+   * identify or a merge later in the batch drops what it changes from the
+   * cache (identify, merge), and contacts() then reads that person again, at
+   * that point, as before.
+   */
+  async readContacts(visitors: readonly { orgId: number; coreId: string }[]): Promise<void> {
+    const byOrg = new Map<number, Set<number>>();
+    for (const v of visitors) {
+      const person = this.personOfVisitor(v.orgId, v.coreId);
+      if (this.contactCache.has(person)) continue;
+      let persons = byOrg.get(v.orgId);
+      if (!persons) byOrg.set(v.orgId, (persons = new Set()));
+      persons.add(person);
+    }
+    for (const [orgId, persons] of byOrg) {
+      for (const p of persons) this.contactCache.set(p, []);
+      for (const { person_id, ...c } of await contactsOfPersonsSeen(this.tx, orgId, [...persons])) this.contactCache.get(person_id)?.push(c);
     }
   }
 

@@ -99,3 +99,24 @@ export async function contactsOfPerson(tx: Executor, orgId: OrgId, person: numbe
     .orderBy('c.id')
     .execute();
 }
+
+/**
+ * The contacts of several persons of one organisation in one read (an ingest
+ * batch's exported events, src/identity/stitching.service.ts readContacts),
+ * as contactsOfPerson gives them for one: each with its person, in id order.
+ */
+export async function contactsOfPersonsSeen(tx: Executor, orgId: number, persons: readonly number[]) {
+  return orgScoped(tx, orgId)
+    .selectFrom('contacts as c')
+    .select(['c.person_id', 'c.type', 'c.value'])
+    .select(({ selectFrom }) =>
+      sql<
+        string[]
+      >`ARRAY(${selectFrom('visitor_contacts as vc').select('vc.core_id').whereRef('vc.org_id', '=', 'c.org_id').whereRef('vc.contact_id', '=', 'c.id').where('vc.verified', '=', true)})`.as(
+        'verified_by',
+      ),
+    )
+    .where(sql<boolean>`c.person_id = ANY(${[...persons]}::bigint[])`)
+    .orderBy('c.id')
+    .execute();
+}

@@ -23,7 +23,7 @@ export async function tryLockLimits(tx: Tx): Promise<boolean> {
 
 /**
  * Live integrations with pending deliveries, each counted up to `bound`
- * (one probe of the partial index deliveries_pending_integration per
+ * (one probe of the partial index deliveries_pending_org per
  * integration, never more than `bound` entries read for one).
  */
 export async function countBacklogs(db: Executor, bound: number): Promise<Backlog[]> {

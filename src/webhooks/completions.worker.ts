@@ -86,6 +86,7 @@ export class CompletionWriter {
           this.opts.breaker,
         );
         failures = 0;
+        this.observeStatements(batch);
         this.count(batch, result.applied);
         if (result.health.length > 0 || result.resumed.length > 0) this.opts.onHealth(result.health, result.resumed);
       } catch (err) {
@@ -100,6 +101,13 @@ export class CompletionWriter {
         await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** failures, 5_000)));
       }
     }
+  }
+
+  /** outcomes per statement: completeAttempts writes one per organisation of the batch */
+  private observeStatements(batch: Entry[]): void {
+    const perOrganisation = new Map<number, number>();
+    for (const e of batch) perOrganisation.set(e.completion.orgId, (perOrganisation.get(e.completion.orgId) ?? 0) + 1);
+    for (const n of perOrganisation.values()) this.metrics.statementRows.observe({ statement: 'outcome' }, n);
   }
 
   private count(batch: Entry[], applied: { id: number; status: string }[]): void {

@@ -18,7 +18,7 @@ import { type ClaimedDelivery, releaseClaims } from './claims.repository.ts';
 import { CompletionWriter } from './completions.worker.ts';
 import { type CredentialCache, createCredentialCache } from './credentials.service.ts';
 import { DEFAULT_SHARE, FairShare, type Job, type Lane } from './fair-share.rules.ts';
-import { type WebhookMetrics, webhookMetrics } from './webhook-metrics.service.ts';
+import { type WebhookMetrics, boundByLabel, webhookMetrics } from './webhook-metrics.service.ts';
 import { DELIVERIES_CHANNEL, type Notifications } from '../db/notifications.ts';
 import { parseNotifiedOrganisations } from './outbox.repository.ts';
 import type { HealthChange } from './outcomes.repository.ts';
@@ -62,6 +62,8 @@ export class Dispatcher {
   private readonly sender: Sender;
   private readonly credentials: CredentialCache;
   private readonly metrics: WebhookMetrics;
+  private readonly attempted = boundByLabel((kind) => this.metrics.attempted.labels(kind));
+  private readonly attemptDuration = boundByLabel((result) => this.metrics.attemptDuration.labels(result));
   private readonly writer: CompletionWriter;
   private readonly ua: string;
   private readonly signal = new Signal();
@@ -231,6 +233,7 @@ export class Dispatcher {
       void this.release(rows);
       return;
     }
+    this.metrics.statementRows.observe({ statement: 'claim' }, rows.length);
     const touched = new Set<Lane>();
     for (const row of rows) {
       this.metrics.dispatchLag.observe(Math.max(0, claimedAt - row.due_at.getTime()) / 1000);
@@ -301,15 +304,13 @@ export class Dispatcher {
         permanent: false,
       };
     }
-    this.metrics.attempted.inc({ kind: row.kind });
+    this.attempted(row.kind).inc();
     const interrupted = this.abort.signal.aborted && result.statusCode === null;
     const outcome = interrupted
       ? ({ kind: 'interrupted', delayMs: 0 } as const)
       : decide(result, row.attempts_count - row.schedule_start, this.deps.config.webhookRetrySchedule);
-    this.metrics.attemptDuration.observe(
-      { result: outcome.kind === 'delivered' ? '2xx' : outcome.kind === 'failed' ? 'failed' : 'retry' },
-      result.durationMs / 1000,
-    );
+    const durationLabel = outcome.kind === 'delivered' ? '2xx' : outcome.kind === 'failed' ? 'failed' : 'retry';
+    this.attemptDuration(durationLabel).observe(result.durationMs / 1000);
     const lastError = result.error ?? (result.statusCode !== null ? `HTTP ${result.statusCode}` : null);
     this.writer.add(
       row.kind,

@@ -69,6 +69,24 @@ function excerpt(chunks: Buffer[]): string {
   return Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', '\uFFFD');
 }
 
+/** endpoint URLs whose check is kept (the sender forgets them all past this, and at every idle sweep) */
+const MAX_TARGETS = 10_000;
+
+/** The origin of an endpoint URL (its agent's key), or the error an attempt to it ends with. */
+function parseTarget(endpoint: string): string | Error {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch (err) {
+    // Node's own error (code ERR_INVALID_URL, message "Invalid URL") is what attempts record
+    return (err as { code?: string }).code ? (err as Error) : Object.assign(new Error(`invalid endpoint URL`), { code: 'ERR_INVALID_URL' });
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    return Object.assign(new Error(`unsupported protocol ${url.protocol} (http or https only)`), { code: 'ERR_UNSUPPORTED_PROTOCOL' });
+  }
+  return url.origin;
+}
+
 export function createSender(opts: SenderOptions): Sender {
   interface Agents {
     http: http.Agent;
@@ -78,6 +96,17 @@ export function createSender(opts: SenderOptions): Sender {
     prepared: Map<number, Options>;
   }
   const agents = new Map<string, Agents>();
+  /** each endpoint URL checked once: its origin, or why it cannot be sent to (cleared with idle agents) */
+  const targets = new Map<string, string | Error>();
+  function checkedTarget(endpoint: string): string | Error {
+    let t = targets.get(endpoint);
+    if (t === undefined) {
+      t = parseTarget(endpoint);
+      if (targets.size >= MAX_TARGETS) targets.clear();
+      targets.set(endpoint, t);
+    }
+    return t;
+  }
   const agentOptions = {
     keepAlive: true,
     keepAliveMsecs: 1000,
@@ -96,6 +125,7 @@ export function createSender(opts: SenderOptions): Sender {
     return a;
   }
   const sweeper = setInterval(() => {
+    targets.clear();
     const cutoff = Date.now() - AGENT_IDLE_MS;
     for (const [origin, a] of agents) {
       if (a.usedAt < cutoff) {
@@ -170,23 +200,13 @@ export function createSender(opts: SenderOptions): Sender {
         if (req.signal?.aborted) return onAbort();
         req.signal?.addEventListener('abort', onAbort);
 
-        let url: URL;
+        const target = checkedTarget(req.url);
+        if (typeof target !== 'string') return finish(target);
+        const a = agentsFor(target);
         try {
-          url = new URL(req.url);
-          if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-            throw Object.assign(new Error(`unsupported protocol ${url.protocol} (http or https only)`), {
-              code: 'ERR_UNSUPPORTED_PROTOCOL',
-            });
-          }
-        } catch (err) {
-          const e = err as { code?: string };
-          return finish(e.code ? err : Object.assign(new Error(`invalid endpoint URL`), { code: 'ERR_INVALID_URL' }));
-        }
-        const a = agentsFor(url.origin);
-        try {
-          // got(url, options, defaults): only the body and headers are merged per request
-          const request = client as unknown as (u: URL, o: object, d: Options) => ReturnType<Got['stream']>;
-          stream = request(url, { body: req.body, headers: req.headers }, prepared(a, req.timeoutMs));
+          // got(url, options, defaults): only the body and headers are merged per request (got parses the URL itself)
+          const request = client as unknown as (u: string, o: object, d: Options) => ReturnType<Got['stream']>;
+          stream = request(req.url, { body: req.body, headers: req.headers }, prepared(a, req.timeoutMs));
         } catch (err) {
           return finish(err);
         }

@@ -19,12 +19,27 @@ export interface WebhookMetrics {
   attemptDuration: client.Histogram<'result'>;
   /** from due (or lease expired) to claimed */
   dispatchLag: client.Histogram;
+  /** deliveries per dispatch statement: a claim, an outcome write (one per organisation of a batch) */
+  statementRows: client.Histogram<'statement'>;
   /** circuit breakers that opened (or opened again after a failed probe) */
   breakerOpened: client.Counter;
   /** endpoints disabled after failing for WEBHOOK_DISABLE_AFTER */
   endpointsDisabled: client.Counter;
   /** the running dispatcher's capacity use (set while one runs) */
   shareSource: (() => ShareSnapshot) | undefined;
+}
+
+/**
+ * A metric's child for one label value, looked up once: prom-client hashes
+ * the labels object on every inc/observe, once per attempt on the dispatcher's path.
+ */
+export function boundByLabel<C>(child: (value: string) => C): (value: string) => C {
+  const children = new Map<string, C>();
+  return (value) => {
+    let c = children.get(value);
+    if (c === undefined) children.set(value, (c = child(value)));
+    return c;
+  };
 }
 
 const byRegistry = new WeakMap<client.Registry, WebhookMetrics>();
@@ -69,6 +84,13 @@ export function webhookMetrics(registry: client.Registry, db: Database): Webhook
       name: 'trackway_webhook_dispatch_lag_seconds',
       help: 'Time from a delivery being due (or its lease expiring) to this process claiming it; one tenant holding capacity shows here as other tenants waiting',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    }),
+    statementRows: new client.Histogram({
+      name: 'trackway_webhook_statement_rows',
+      help: 'Deliveries per dispatcher statement: claim (one organisation), outcome (one organisation: outcomes, attempt rows and breakers together)',
+      labelNames: ['statement'] as const,
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
       registers,
     }),
     breakerOpened: new client.Counter({

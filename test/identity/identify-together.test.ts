@@ -23,6 +23,7 @@ describe('identity: identifies written together give what one by one gives', () 
   const at = new Date();
   let recording = false;
   let inserts = 0;
+  let contactReads = 0;
   const original = pg.Client.prototype.query;
   before(async () => {
     // before any connection is made: the pool's clients bind query when they connect
@@ -30,6 +31,7 @@ describe('identity: identifies written together give what one by one gives', () 
       const first = args[0] as string | { text?: string };
       const text = typeof first === 'string' ? first : first?.text;
       if (recording && typeof text === 'string' && /insert into contacts/i.test(text)) inserts++;
+      if (recording && typeof text === 'string' && /^select\b[\s\S]*\bfrom "contacts"/i.test(text)) contactReads++;
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof pg.Client.prototype.query;
     srv = await startTestServer();
@@ -160,6 +162,47 @@ describe('identity: identifies written together give what one by one gives', () 
     const matched = got.deliveries.filter(([kind]) => kind === 'matched').map(([, b]) => b as { contact: string; last_view?: string[] });
     expect(matched.find((b) => b.contact === 'a@example.com')?.last_view).to.deep.equal(['https://shop/p/1']);
     expect(matched.map((b) => b.contact)).to.include.members(['a@example.com', 'b@example.com', 'known@example.com', 'c@example.com']);
+  });
+
+  it('reads the contacts of the exported events’ persons in one statement, again only for a person an identify changed', async () => {
+    const run = unique('t');
+    const before: Step[] = [
+      { visitor: 'k', identify: { email: 'known@example.com' } },
+      { visitor: 'm', identify: { email: 'm@example.com' } },
+    ];
+    const steps: Step[] = [
+      { visitor: 'a1', event: 'view' },
+      { visitor: 'k', event: 'view' },
+      { visitor: 'a2', event: 'view' },
+      { visitor: 'm', event: 'view' },
+      // a2 gets a contact, then m's contact: a2 and m are one person from here on
+      { visitor: 'a2', identify: { email: 'a2@example.com' } },
+      { visitor: 'a2', event: 'view' },
+      { visitor: 'a2', identify: { email: 'm@example.com' } },
+      { visitor: 'm', event: 'view' },
+      { visitor: 'a1', event: 'view' },
+      { visitor: 'k', event: 'view' },
+    ];
+    const together = await shop();
+    const alone = await shop();
+    for (const s of [together, alone]) for (const it of items(s, run, before)) await batch([it]);
+    contactReads = 0;
+    await contactInserts(() => batch(items(together, run, steps)));
+    // one read before the order is walked, one after each identify that linked (a2's, then a2 and m merged)
+    expect(contactReads).to.equal(3);
+    for (const it of items(alone, run, steps)) await batch([it]);
+    const [got, want] = [await state(together), await state(alone)];
+    expect(got).to.deep.equal(want);
+    const exports = got.deliveries.filter(([kind]) => kind === 'event').map(([, b]) => b as { contact: string; visitor: { core_id: string } });
+    expect(exports.map((b) => [b.visitor.core_id.slice(run.length + 1), b.contact])).to.deep.equal([
+      ['k', 'known@example.com'],
+      ['m', 'm@example.com'],
+      ['a2', 'a2@example.com'],
+      // the merged person's contacts, oldest first
+      ['m', 'm@example.com'],
+      ['m', 'a2@example.com'],
+      ['k', 'known@example.com'],
+    ]);
   });
 
   it('two identifies that do not meet, in two organisations, take one statement each', async () => {

@@ -121,6 +121,29 @@ describe('tracking: a plain batch is one statement that stores what the transact
     for (const c of [fresh, stale, changed]) expect(await eventsOf(c)).to.have.length(2);
   });
 
+  it('touches a new visitor that another batch inserted after its snapshot, once that batch commits', async () => {
+    const core = unique('c');
+    const first = new Date(Date.now() - 1000);
+    let second: Promise<void> | undefined;
+    await srv.deps.db.transaction().execute(async (tx) => {
+      await storePlainBatch(tx, [event(org, core, { receivedAt: first })]);
+      // the second batch's statement takes its snapshot, then waits on the uncommitted row's key
+      second = storePlainBatch(srv.deps.db, [event(org, core, { userAgent: 'UA/2' })]);
+      for (let i = 0; ; i++) {
+        const waiting = await sql<{ n: string }>`
+          SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO visitors%'`.execute(srv.deps.db);
+        if (Number(waiting.rows[0]!.n) > 0) break;
+        expect(i, 'the second batch waits for the first').to.be.lessThan(200);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    });
+    await second;
+    const v = (await visitor(core))!;
+    expect(v.user_agent, 'the touch is not lost').to.equal('UA/2');
+    expect(v.last_seen.getTime()).to.be.greaterThan(first.getTime());
+    expect(await eventsOf(core)).to.have.length(2);
+  });
+
   it('goes through the transaction, which writes the exports, when the organisation exports events', async () => {
     const exporting = (await newMerchant(srv, account)).organisation.id;
     await newWebhook(srv, account, exporting, { endpoint: receiver.url });

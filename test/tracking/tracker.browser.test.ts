@@ -197,6 +197,31 @@ describe('browser tracker in Chromium', function () {
     expect(rec.pageErrors).to.deep.equal([]);
   });
 
+  it('makes time-ordered core_ids: 12 hex digits of milliseconds since the epoch, then 20 random', async () => {
+    const t1 = Date.parse('2026-11-26T12:00:00.000Z');
+    // Date.now() fixed (timers keep running): the id's first 12 digits are known exactly
+    await page.clock.setFixedTime(t1);
+    await page.goto(`${shop.url}/plain`);
+    const first = await rec.event('view');
+    // a new visitor a second later: nothing stored any more
+    await page.evaluate(() => localStorage.clear());
+    await context.clearCookies();
+    rec.sent.length = 0;
+    await page.clock.setFixedTime(t1 + 1000);
+    await page.reload();
+    const second = await rec.event('view');
+    for (const v of [first, second]) {
+      expect(v.core).to.match(/^[0-9a-f]{32}$/);
+      expect(v.core).to.match(ID); // the contract's VisitorId
+      expect(v.roaming).to.match(/^[0-9a-f]{32}$/);
+    }
+    expect(first.core.slice(0, 12)).to.equal(t1.toString(16).padStart(12, '0'));
+    expect(second.core.slice(0, 12)).to.equal((t1 + 1000).toString(16).padStart(12, '0'));
+    expect(second.core > first.core, `${second.core} after ${first.core}`).to.equal(true);
+    expect(second.core.slice(12)).not.to.equal(first.core.slice(12));
+    expect(rec.pageErrors).to.deep.equal([]);
+  });
+
   it('falls back to a cookie when localStorage is unavailable', async () => {
     await page.addInitScript(() => {
       Object.defineProperty(window, 'localStorage', {

@@ -220,5 +220,12 @@ describe('webhook deliveries API', function () {
     expect(r.text).to.match(/trackway_webhook_deliveries_failed_total\{kind="matched"\} 2/);
     expect(r.text).to.match(/trackway_webhook_attempt_duration_seconds_bucket\{le="[^"]+",result="2xx"\} \d+/);
     expect(r.text).to.match(/trackway_webhook_pending_deliveries 0/);
+    // every attempt's outcome was written by an outcome statement, and claimed by a claim statement
+    const total = (re: RegExp) => [...r.text.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0);
+    const attempts = total(/^trackway_webhook_deliveries_attempted_total\{[^}]*\} (\d+)$/gm);
+    expect(attempts).to.be.greaterThan(0);
+    expect(total(/^trackway_webhook_statement_rows_sum\{statement="outcome"\} (\d+)$/gm)).to.equal(attempts);
+    expect(total(/^trackway_webhook_statement_rows_sum\{statement="claim"\} (\d+)$/gm)).to.be.at.least(attempts);
+    expect(total(/^trackway_webhook_statement_rows_count\{statement="claim"\} (\d+)$/gm)).to.be.greaterThan(0);
   });
 });
