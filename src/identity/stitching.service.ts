@@ -265,8 +265,8 @@ export class Stitching {
    * cache (identify, merge), and contacts() then reads that person again, at
    * that point, as before.
    */
-  async readContacts(visitors: readonly { orgId: number; coreId: string }[]): Promise<void> {
-    const byOrg = new Map<number, Set<number>>();
+  async readContacts(visitors: readonly { orgId: OrgId; coreId: string }[]): Promise<void> {
+    const byOrg = new Map<OrgId, Set<number>>();
     for (const v of visitors) {
       const person = this.personOfVisitor(v.orgId, v.coreId);
       if (this.contactCache.has(person)) continue;

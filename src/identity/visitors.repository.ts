@@ -105,7 +105,7 @@ export async function contactsOfPerson(tx: Executor, orgId: OrgId, person: numbe
  * batch's exported events, src/identity/stitching.service.ts readContacts),
  * as contactsOfPerson gives them for one: each with its person, in id order.
  */
-export async function contactsOfPersonsSeen(tx: Executor, orgId: number, persons: readonly number[]) {
+export async function contactsOfPersonsSeen(tx: Executor, orgId: OrgId, persons: readonly number[]) {
   return orgScoped(tx, orgId)
     .selectFrom('contacts as c')
     .select(['c.person_id', 'c.type', 'c.value'])

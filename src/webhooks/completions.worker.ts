@@ -8,6 +8,7 @@ import type { Logger } from '../log.ts';
 import { summarise } from './circuit-breaker.rules.ts';
 import type { WebhookMetrics } from './webhook-metrics.service.ts';
 import { type BreakerSettings, type Completion, type CompletionResult, type HealthChange, completeAttempts } from './outcomes.repository.ts';
+import type { OrgId } from '../db/tenancy.ts';
 
 const MAX_BATCH = 1000;
 
@@ -105,7 +106,7 @@ export class CompletionWriter {
 
   /** outcomes per statement: completeAttempts writes one per organisation of the batch */
   private observeStatements(batch: Entry[]): void {
-    const perOrganisation = new Map<number, number>();
+    const perOrganisation = new Map<OrgId, number>();
     for (const e of batch) perOrganisation.set(e.completion.orgId, (perOrganisation.get(e.completion.orgId) ?? 0) + 1);
     for (const n of perOrganisation.values()) this.metrics.statementRows.observe({ statement: 'outcome' }, n);
   }
