@@ -112,6 +112,7 @@ export function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
   return [...byKey.values()].sort((a, b) => a.orgId - b.orgId || (a.coreId < b.coreId ? -1 : a.coreId > b.coreId ? 1 : 0));
 }
 
+/** Identity's work for one ingest batch (a unit of work: made by identifyBatch for the batch, dropped with it; its caches live no longer). */
 export class Stitching {
   /** person of each visitor touched */
   private readonly personOf = new Map<string, number>();
