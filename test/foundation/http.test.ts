@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newAccount } from '../support/accounts.ts';
+import type { AnalyticsFailure, PlatformError, TrackingError } from '../support/client.ts';
 
 describe('http foundation', () => {
   let srv: TestServer;
@@ -42,7 +43,7 @@ describe('http foundation', () => {
 
   it('says what is wrong in words: no regular expression, constants and tokens named plainly', async () => {
     const noRegex = (text: string) => expect(text).not.to.match(/pattern|\^\[|\$\/|\\s|\{0,/);
-    const upper = await srv.api.post('/v1/rest/ACME/users/login', { email: 'a@b.co', password: 'x' });
+    const upper = await srv.api.post<PlatformError>('/v1/rest/ACME/users/login', { email: 'a@b.co', password: 'x' });
     expect(upper.status).to.equal(400);
     expect(upper.body.errors).to.deep.include({
       path: 'path.platform_name',
@@ -50,7 +51,7 @@ describe('http foundation', () => {
     });
     noRegex(upper.text);
     const account = await newAccount(srv);
-    const hook = await srv.api.post(
+    const hook = await srv.api.post<PlatformError>(
       `/v1/rest/${account.platform}/integration`,
       { org_id: 1, active: true, type: 'webhook', data: { endpoint: 'https://hooks.example.com/x' } },
       { token: account.token },
@@ -58,22 +59,22 @@ describe('http foundation', () => {
     expect(hook.status).to.equal(400);
     expect(hook.body.errors).to.deep.include({ path: '/type', message: 'must equal "WEBHOOK"' });
     noRegex(hook.text);
-    const email = await srv.api.get(`/jsv1/identify/1/r1/c1/${Buffer.from(JSON.stringify({ email: 'jane@' })).toString('base64url')}`);
+    const email = await srv.api.get<TrackingError>(`/jsv1/identify/1/r1/c1/${Buffer.from(JSON.stringify({ email: 'jane@' })).toString('base64url')}`);
     expect(email.body.error).to.equal('invalid_payload');
     noRegex(email.text);
     // a Bearer header of the right shape with a token that is not ours: the token is wrong, not the header
-    const wrongToken = await srv.api.get(`/v1/rest/${account.platform}/organisations`, { headers: { authorization: 'Bearer abc' } });
+    const wrongToken = await srv.api.get<PlatformError>(`/v1/rest/${account.platform}/organisations`, { headers: { authorization: 'Bearer abc' } });
     expect([wrongToken.status, wrongToken.body.code, wrongToken.body.message]).to.deep.equal([401, 4010, 'The bearer token is invalid or expired']);
-    const wrongScheme = await srv.api.get(`/v1/rest/${account.platform}/organisations`, { headers: { authorization: 'Basic abc' } });
+    const wrongScheme = await srv.api.get<PlatformError>(`/v1/rest/${account.platform}/organisations`, { headers: { authorization: 'Basic abc' } });
     expect(wrongScheme.body.message).to.equal('The Authorization header must be "Bearer <token>"');
   });
 
   it('answers validation failures in each area shape', async () => {
-    const p = await srv.api.post('/v1/rest/acme/users/login', { email: 'a@b.co' });
+    const p = await srv.api.post<PlatformError>('/v1/rest/acme/users/login', { email: 'a@b.co' });
     expect(p.status).to.equal(400);
     expect(p.body.code).to.equal(4000);
     expect(p.body.errors).to.deep.include({ path: '/password', message: 'is required' });
-    const t = await srv.api.post('/jsv1/1/r/c/null/event/view', { page: 42 });
+    const t = await srv.api.post<TrackingError>('/jsv1/1/r/c/null/event/view', { page: 42 });
     expect(t.status).to.equal(400);
     expect(t.body.error).to.equal('invalid_request');
     expect(t.body.message).to.include('/page');
@@ -97,7 +98,7 @@ describe('http foundation', () => {
       headers: { 'content-type': 'text/plain;charset=UTF-8' },
     });
     expect(t.status).to.equal(400); // parsed as JSON, then validated: page must be a string
-    const p = await srv.api.request('POST', '/v1/rest/acme/users/login', {
+    const p = await srv.api.request<PlatformError>('POST', '/v1/rest/acme/users/login', {
       raw: JSON.stringify({ email: 'a@b.co', password: 'x' }),
       headers: { 'content-type': 'text/plain' },
     });
@@ -107,19 +108,19 @@ describe('http foundation', () => {
 
   it('refuses bodies over the area limit with 413', async () => {
     const big = (n: number) => JSON.stringify({ page: 'https://shop.example/' + 'a'.repeat(n) });
-    const t = await srv.api.request('POST', '/jsv1/1/r/c/null/event/view', {
+    const t = await srv.api.request<TrackingError>('POST', '/jsv1/1/r/c/null/event/view', {
       raw: big(70 * 1024),
       headers: { 'content-type': 'application/json' },
     });
     expect(t.status).to.equal(413);
     expect(t.body.error).to.equal('payload_too_large');
-    const p = await srv.api.request('POST', '/v1/rest/acme/users/login', {
+    const p = await srv.api.request<PlatformError>('POST', '/v1/rest/acme/users/login', {
       raw: JSON.stringify({ email: 'a@b.co', password: 'x'.repeat(1100 * 1024) }),
       headers: { 'content-type': 'application/json' },
     });
     expect(p.status).to.equal(413);
     expect(p.body.code).to.equal(4130);
-    const a = await srv.api.request('POST', '/rest/v1/learn/event', {
+    const a = await srv.api.request<AnalyticsFailure>('POST', '/rest/v1/learn/event', {
       raw: JSON.stringify({ eventName: 'x'.repeat(1100 * 1024) }),
       headers: { 'content-type': 'application/json' },
     });

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, webhookBody } from '../support/accounts.ts';
-import { errorBody, type BodyOf } from '../support/client.ts';
+import { errorBody, type BodyOf, type PlatformError } from '../support/client.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
 
 interface Tenant {
@@ -162,13 +162,17 @@ describe('tenant isolation matrix (platform API)', () => {
         ];
         const texts: string[] = [];
         for (const probe of probes) {
-          const r = await srv.api.request(probe.method, probe.path, { body: probe.body, token });
+          // a refusal, or (listOrganisations) the caller's own list: either body, field by field
+          const r = await srv.api.request<Partial<PlatformError & BodyOf<'listOrganisations'>>>(probe.method, probe.path, {
+            body: probe.body,
+            token,
+          });
           expect(r.status, `${probe.name}: ${r.text}`).to.equal(probe.status);
           if (probe.code) expect(r.body.code, probe.name).to.equal(probe.code);
           texts.push(r.text);
           if (probe.name.startsWith('listOrganisations')) {
             expect(
-              r.body.items.map((o: { id: number }) => o.id),
+              r.body.items!.map((o) => o.id),
               probe.name,
             ).to.not.include(v.orgId);
           }
@@ -201,7 +205,7 @@ describe('tenant isolation matrix (platform API)', () => {
             ['PUT', `${p}/integration`, webhookBody(victim.orgId, {}, { id: victim.integrationId, active: false })],
           ];
           for (const [method, path, body] of probes) {
-            const r = await srv.api.request(method, path, { body, token });
+            const r = await srv.api.request<PlatformError>(method, path, { body, token });
             expect(r.status, `${method} ${path}`).to.equal(401);
             expect(r.body.code).to.equal(4010);
             for (const secret of victimSecrets) expect(r.text).to.not.include(secret);

@@ -8,7 +8,7 @@ import { createDb } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { ORGANISATIONS_CHANNEL } from '../../src/db/notifications.ts';
 import { startOnDatabase } from '../../src/server.ts';
-import { ApiClient } from '../support/client.ts';
+import { ApiClient, type BodyOf, type PlatformError } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
@@ -27,8 +27,10 @@ describe('organisation settings', function () {
   after(() => srv?.stop());
 
   const path = (orgId: number, a = account) => `/v1/rest/${a.platform}/organisations/${orgId}`;
-  const patch = (orgId: number, body: unknown, a = account) => srv.api.request('PATCH', path(orgId, a), { body, token: a.token });
-  const rotate = (orgId: number, a = account) => srv.api.post(`${path(orgId, a)}/identity-secret/rotate`, undefined, { token: a.token });
+  const patch = <T = BodyOf<'updateOrganisationSettings'>>(orgId: number, body: unknown, a = account) =>
+    srv.api.request<T>('PATCH', path(orgId, a), { body, token: a.token });
+  const rotate = <T = BodyOf<'rotateIdentitySecret'>>(orgId: number, a = account) =>
+    srv.api.post<T>(`${path(orgId, a)}/identity-secret/rotate`, undefined, { token: a.token });
   const stored = (orgId: OrgId) =>
     srv.deps.db
       .selectFrom('organisations')
@@ -42,12 +44,14 @@ describe('organisation settings', function () {
       .replace(/^https:\/\/www\./i, '')
       .replace(/\/path$/, '')
       .toLowerCase();
-    const one = await srv.api.get(path(m.organisation.id), { token: account.token });
+    const one = await srv.api.get<BodyOf<'getOrganisation'>>(path(m.organisation.id), { token: account.token });
     expect(one.status).to.equal(200);
     expect(one.body).to.include({ identity_verification: 'optional', enforce_origin: false });
     expect(one.body.allowed_domains).to.deep.equal([domain]);
     expect(one.body.identity_secret).to.match(HEX64);
-    const list = await srv.api.get(`/v1/rest/${account.platform}/organisations?q=${encodeURIComponent(domain)}`, { token: account.token });
+    const list = await srv.api.get<BodyOf<'listOrganisations'>>(`/v1/rest/${account.platform}/organisations?q=${encodeURIComponent(domain)}`, {
+      token: account.token,
+    });
     expect(list.body.items).to.deep.equal([one.body]);
   });
 
@@ -70,7 +74,7 @@ describe('organisation settings', function () {
     expect(r2.body).to.include({ identity_verification: 'required', enforce_origin: true });
     expect(r2.body.allowed_domains).to.deep.equal(['shop.example.com', 'cdn.example.net', '[::1]', '127.0.0.1']);
     expect((await stored(id)).allowed_domains).to.deep.equal(['shop.example.com', 'cdn.example.net', '[::1]', '127.0.0.1']);
-    const read = await srv.api.get(path(id), { token: account.token });
+    const read = await srv.api.get<BodyOf<'getOrganisation'>>(path(id), { token: account.token });
     expect(read.body).to.deep.equal(r2.body);
 
     const r3 = await patch(id, { allowed_domains: null, identity_verification: 'optional' });
@@ -114,11 +118,11 @@ describe('organisation settings', function () {
       [{ visitor_retention_days: 1e300 }, '/visitor_retention_days'],
     ];
     for (const [body, where] of cases) {
-      const r = await patch(id, body);
+      const r = await patch<PlatformError>(id, body);
       expect(r.status, `${JSON.stringify(body).slice(0, 80)}: ${r.text}`).to.equal(400);
       expect(r.body.code).to.equal(4000);
       expect(
-        r.body.errors.map((e: { path: string }) => e.path),
+        r.body.errors!.map((e) => e.path),
         JSON.stringify(r.body),
       ).to.include(where);
     }
@@ -128,7 +132,7 @@ describe('organisation settings', function () {
   it('reads, changes and validates the privacy settings (honor_gpc, visitor_retention_days); the ingest policy carries them', async () => {
     const m = await newMerchant(srv, account);
     const id = m.organisation.id;
-    const fresh = await srv.api.get(path(id), { token: account.token });
+    const fresh = await srv.api.get<BodyOf<'getOrganisation'>>(path(id), { token: account.token });
     expect(fresh.body).to.include({ honor_gpc: true, visitor_retention_days: null });
     expect(await srv.deps.organisations.policy(id)).to.include({ honorGpc: true, suppressing: false });
 
@@ -148,7 +152,7 @@ describe('organisation settings', function () {
     expect(r2.body).to.include({ honor_gpc: false, visitor_retention_days: null });
     const r3 = await patch(id, { honor_gpc: true });
     expect(r3.body).to.include({ honor_gpc: true, visitor_retention_days: null });
-    expect((await srv.api.get(path(id), { token: account.token })).body).to.deep.equal(r3.body);
+    expect((await srv.api.get<BodyOf<'getOrganisation'>>(path(id), { token: account.token })).body).to.deep.equal(r3.body);
 
     // a non-empty suppression list shows in the policy (its identifies are checked against it)
     await srv.deps.db
@@ -164,7 +168,7 @@ describe('organisation settings', function () {
     const other = await newAccount(srv);
     const before = await stored(victim.organisation.id);
     for (const id of [victim.organisation.id, 987654321]) {
-      for (const r of [await patch(id, { enforce_origin: true }, other), await rotate(id, other)]) {
+      for (const r of [await patch<PlatformError>(id, { enforce_origin: true }, other), await rotate<PlatformError>(id, other)]) {
         expect(r.status, r.text).to.equal(403);
         expect(r.body.code).to.equal(4030);
         expect(r.text).to.not.include(before.identity_secret_enc ?? 'x');
@@ -181,7 +185,7 @@ describe('organisation settings', function () {
   it('keeps the identity secret encrypted at rest, and rotation replaces it', async () => {
     const m = await newMerchant(srv, account);
     const id = m.organisation.id;
-    const first = (await srv.api.get(path(id), { token: account.token })).body.identity_secret as string;
+    const first = (await srv.api.get<BodyOf<'getOrganisation'>>(path(id), { token: account.token })).body.identity_secret;
     const row = await stored(id);
     expect(row.identity_secret_enc).to.be.a('string').and.not.include(first);
     expect(srv.deps.cipher.decrypt(row.identity_secret_enc!)).to.equal(first);
@@ -189,7 +193,7 @@ describe('organisation settings', function () {
     expect(r.status, r.text).to.equal(200);
     expect(r.body.identity_secret).to.match(HEX64).and.not.equal(first);
     expect(r.body.modified_at > (m.organisation as unknown as { modified_at: string }).modified_at).to.equal(true);
-    expect((await srv.api.get(path(id), { token: account.token })).body.identity_secret).to.equal(r.body.identity_secret);
+    expect((await srv.api.get<BodyOf<'getOrganisation'>>(path(id), { token: account.token })).body.identity_secret).to.equal(r.body.identity_secret);
     expect(srv.deps.cipher.decrypt((await stored(id)).identity_secret_enc!)).to.equal(r.body.identity_secret);
   });
 
@@ -232,11 +236,13 @@ describe('organisation settings', function () {
     const old = await newMerchant(srv, account);
     await srv.deps.db.updateTable('organisations').set({ identity_secret_enc: null }).where('id', '=', old.organisation.id).execute();
     const [a, b] = await Promise.all([
-      srv.api.get(path(old.organisation.id), { token: account.token }),
-      srv.api.get(`/v1/rest/${account.platform}/organisations?q=${encodeURIComponent(old.organisation.domain)}`, { token: account.token }),
+      srv.api.get<BodyOf<'getOrganisation'>>(path(old.organisation.id), { token: account.token }),
+      srv.api.get<BodyOf<'listOrganisations'>>(`/v1/rest/${account.platform}/organisations?q=${encodeURIComponent(old.organisation.domain)}`, {
+        token: account.token,
+      }),
     ]);
     expect(a.body.identity_secret).to.match(HEX64);
-    expect(b.body.items[0].identity_secret).to.equal(a.body.identity_secret); // concurrent first needs agree
+    expect(b.body.items[0]!.identity_secret).to.equal(a.body.identity_secret); // concurrent first needs agree
     expect(srv.deps.cipher.decrypt((await stored(old.organisation.id)).identity_secret_enc!)).to.equal(a.body.identity_secret);
     // switching to `required` makes one too
     const older = await newMerchant(srv, account);

@@ -11,7 +11,8 @@ import {
 } from '../../src/platform/registration.service.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, unique } from '../support/accounts.ts';
-import { errorBody } from '../support/client.ts';
+import { errorBody, type BodyOf, type PlatformError } from '../support/client.ts';
+import { testOrgId } from '../support/org-id.ts';
 
 const MICROS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$/;
 const EMAIL_TAKEN = { code: 4009, message: 'Email Already exists' };
@@ -27,8 +28,8 @@ describe('register a client user (registerClientUser)', () => {
   });
   after(() => srv.stop());
 
-  const register = (body: Record<string, unknown>, account: Account = acme) =>
-    srv.api.post(`/v1/rest/${account.platform}/users/register`, body, { token: account.token });
+  const register = <T = BodyOf<'registerClientUser'>>(body: Record<string, unknown>, account: Account = acme) =>
+    srv.api.post<T>(`/v1/rest/${account.platform}/users/register`, body, { token: account.token });
 
   function fresh() {
     const n = unique('reg');
@@ -92,7 +93,7 @@ describe('register a client user (registerClientUser)', () => {
       const row = await srv.database.handle.db
         .selectFrom('organisations')
         .select(['token', 'token_enc', 'token_hash'])
-        .where('id', '=', o.id)
+        .where('id', '=', testOrgId(o.id))
         .executeTakeFirstOrThrow();
       // the token is stored encrypted only (no clear copy)
       expect(row.token).to.equal(null);
@@ -107,7 +108,7 @@ describe('register a client user (registerClientUser)', () => {
     const r = await register(body);
     expect(r.status).to.equal(201);
     expect(r.body.user).to.include({ name: '', phone: '' });
-    const detail = await srv.api.get(`/v1/rest/acme/organisations/${r.body.organisation.id}`, { token: acme.token });
+    const detail = await srv.api.get<BodyOf<'getOrganisation'>>(`/v1/rest/acme/organisations/${r.body.organisation.id}`, { token: acme.token });
     expect(detail.body.organisation_name).to.equal('');
   });
 
@@ -115,7 +116,7 @@ describe('register a client user (registerClientUser)', () => {
     const r = await register({ ...fresh(), organisation_name: 'Linen & Co' });
     expect(r.body.organisation.name).to.equal('');
     expect(r.body.organisation).to.not.have.property('organisation_name');
-    const detail = await srv.api.get(`/v1/rest/acme/organisations/${r.body.organisation.id}`, { token: acme.token });
+    const detail = await srv.api.get<BodyOf<'getOrganisation'>>(`/v1/rest/acme/organisations/${r.body.organisation.id}`, { token: acme.token });
     expect(detail.status).to.equal(200);
     expect(detail.body).to.include({ name: '', organisation_name: 'Linen & Co' });
   });
@@ -132,15 +133,15 @@ describe('register a client user (registerClientUser)', () => {
     const members = await srv.database.handle.db
       .selectFrom('organisation_members')
       .select(['user_id', 'role'])
-      .where('org_id', '=', r.body.organisation.id)
+      .where('org_id', '=', testOrgId(r.body.organisation.id))
       .orderBy('role')
       .execute();
     expect(members).to.deep.equal([
       { user_id: r.body.user.id, role: 'owner' },
       { user_id: acme.userId, role: 'platform' },
     ]);
-    const list = await srv.api.get('/v1/rest/acme/organisations', { token: acme.token });
-    expect(list.body.items.map((o: { id: number }) => o.id)).to.include(r.body.organisation.id);
+    const list = await srv.api.get<BodyOf<'listOrganisations'>>('/v1/rest/acme/organisations', { token: acme.token });
+    expect(list.body.items.map((o) => o.id)).to.include(r.body.organisation.id);
   });
 
   it('creates a user who cannot log in (no password)', async () => {
@@ -289,7 +290,7 @@ describe('register a client user (registerClientUser)', () => {
   describe('validation (400/4000)', () => {
     it('requires email and domain', async () => {
       for (const body of [{ domain: 'x.example' }, { email: 'a@x.example' }, {}]) {
-        const r = await register(body);
+        const r = await register<PlatformError>(body);
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);
         expect(r.body.errors).to.be.an('array').that.is.not.empty;
@@ -304,7 +305,7 @@ describe('register a client user (registerClientUser)', () => {
         { email: 'a@x.example', domain, name: 7 },
         { email: 'a@x.example', domain: '' },
       ]) {
-        const r = await register(body);
+        const r = await register<PlatformError>(body);
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);
       }
@@ -312,7 +313,7 @@ describe('register a client user (registerClientUser)', () => {
 
     it('refuses a domain with nothing domain-like in it', async () => {
       for (const domain of ['https://', '   ', '/path/only', '...', 'http://user@/x']) {
-        const r = await register({ email: `${unique('nd')}@merchant.example`, domain });
+        const r = await register<PlatformError>({ email: `${unique('nd')}@merchant.example`, domain });
         expect(r.status, domain).to.equal(400);
         expect(r.body.code).to.equal(4000);
       }

@@ -39,10 +39,12 @@ export function privacyApi(srv: TestServer, account: Pick<Account, 'platform' | 
   const base = `/v1/rest/${account.platform}/organisations/${orgId}`;
   return {
     base,
-    create: (body: unknown) => srv.api.post(`${base}/privacy-requests`, body, { token: account.token }),
-    get: (id: number | string) => srv.api.get<BodyOf<'getPrivacyRequest'>>(`${base}/privacy-requests/${id}`, { token: account.token }),
-    list: (query = '') => srv.api.get<BodyOf<'listPrivacyRequests'>>(`${base}/privacy-requests${query}`, { token: account.token }),
-    suppressions: (query = '') => srv.api.get<BodyOf<'listPrivacySuppressions'>>(`${base}/privacy-suppressions${query}`, { token: account.token }),
+    // each typed by its success body unless the caller names another (an error body)
+    create: <T = BodyOf<'createPrivacyRequest'>>(body: unknown) => srv.api.post<T>(`${base}/privacy-requests`, body, { token: account.token }),
+    get: <T = BodyOf<'getPrivacyRequest'>>(id: number | string) => srv.api.get<T>(`${base}/privacy-requests/${id}`, { token: account.token }),
+    list: <T = BodyOf<'listPrivacyRequests'>>(query = '') => srv.api.get<T>(`${base}/privacy-requests${query}`, { token: account.token }),
+    suppressions: <T = BodyOf<'listPrivacySuppressions'>>(query = '') =>
+      srv.api.get<T>(`${base}/privacy-suppressions${query}`, { token: account.token }),
     /** Makes a request and waits until the runner finished it; the finished request. */
     async run(body: unknown, timeoutMs = 30_000) {
       const r = await srv.api.post<BodyOf<'createPrivacyRequest'>>(`${base}/privacy-requests`, body, { token: account.token });

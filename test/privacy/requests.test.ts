@@ -11,7 +11,7 @@ import { type Account, newAccount, newMerchant, unique, uniqueIp } from '../supp
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { privacyApi } from './helpers.ts';
 import { type OrgId, testOrgId } from '../support/org-id.ts';
-import type { BodyOf } from '../support/client.ts';
+import type { BodyOf, PlatformError, Reply } from '../support/client.ts';
 
 describe('privacy: requests API', function () {
   this.timeout(60_000);
@@ -115,12 +115,12 @@ describe('privacy: requests API', function () {
       [{ type: 'erase', subject: { email: 'a@b.co' }, note: 'x' }, '/note'],
     ];
     for (const [body, where] of cases) {
-      const r = await api.create(body);
+      const r = await api.create<PlatformError>(body);
       expect(r.status, `${JSON.stringify(body).slice(0, 80)}: ${r.text}`).to.equal(400);
       expect(r.body.code).to.equal(4000);
-      const paths = r.body.errors.map((e: { path: string }) => e.path);
+      const paths = r.body.errors!.map((e) => e.path);
       expect(
-        paths.some((p: string) => p === where || p.startsWith(`${where}/`)),
+        paths.some((p) => p === where || p.startsWith(`${where}/`)),
         `${JSON.stringify(body).slice(0, 80)}: ${JSON.stringify(r.body)}`,
       ).to.equal(true);
     }
@@ -139,10 +139,10 @@ describe('privacy: requests API', function () {
     const ids: number[] = [];
     let cursor: string | null = null;
     do {
-      const page = await api.list(`?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: Reply<BodyOf<'listPrivacyRequests'>> = await api.list(`?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
       expect(page.status, page.text).to.equal(200);
       expect(page.body.items.length).to.be.at.most(2);
-      ids.push(...page.body.items.map((x: { id: number }) => x.id));
+      ids.push(...page.body.items.map((x) => x.id));
       cursor = page.body.next_cursor;
     } while (cursor);
     expect(ids).to.deep.equal(made.map((m) => m.id).reverse());
@@ -167,11 +167,11 @@ describe('privacy: requests API', function () {
     const attempts = (a: Pick<Account, 'platform' | 'token'>) => {
       const api = privacyApi(srv, a, orgId);
       return [
-        () => api.create({ type: 'erase', subject: { email: 'jane@example.com' } }),
-        () => api.create({ type: 'unsuppress', subject: { email: 'jane@example.com' } }),
-        () => api.list(),
-        () => api.get(mine.id),
-        () => api.suppressions(),
+        () => api.create<PlatformError>({ type: 'erase', subject: { email: 'jane@example.com' } }),
+        () => api.create<PlatformError>({ type: 'unsuppress', subject: { email: 'jane@example.com' } }),
+        () => api.list<PlatformError>(),
+        () => api.get<PlatformError>(mine.id),
+        () => api.suppressions<PlatformError>(),
       ];
     };
     for (const call of attempts(neighbour)) {

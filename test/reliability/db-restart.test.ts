@@ -21,7 +21,7 @@ import { isUnavailable } from '../../src/http/errors.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { INTEGRATIONS_CHANNEL } from '../../src/webhooks/targets.service.ts';
-import { ApiClient } from '../support/client.ts';
+import { ApiClient, type Reply } from '../support/client.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { createIntegration, createTenant, type Tenant } from '../support/webhook-fixtures.ts';
 import { startLoad, storedMarkers, until } from './load.ts';
@@ -89,7 +89,7 @@ describe('a PostgreSQL restart under load', function () {
     expect(ready.status).to.equal(503);
     expect(ready.body).to.deep.equal({ status: 'unavailable' });
     expect(ready.headers.get('retry-after')).to.match(/^\d+$/);
-    const checks: [Promise<{ status: number; body: any; headers: Headers }>, Record<string, unknown>][] = [
+    const checks: [Promise<Reply>, Record<string, unknown>][] = [
       [api.post(`/jsv1/${tenant.orgId}/r-probe/c-probe/null/event/view`, { page: 'https://shop.example/probe' }), { error: 'unavailable' }],
       [api.get(`/jsv1/identify/${tenant.orgId}/r-probe/c-probe/eyJlbWFpbCI6InBAeC5pbyJ9`), { error: 'unavailable' }],
       // a valid bearer token: the database outage must not read as 401

@@ -27,12 +27,10 @@ export type AnalyticsFailure = Schemas['AnalyticsFailure'];
 
 /**
  * A reply: `body` typed as T. Give T from the contract (`BodyOf<'op'>`, or
- * an area's error body) wherever a test reads the body. The default is still
- * `any` while 11 test files read untyped bodies (switch the defaults below to
- * `unknown` and run `npm run typecheck` to list them); every other file
- * compiles with `unknown`.
+ * an area's error body) wherever a test reads the body; without it the body
+ * is `unknown` (only its status, headers and text can be read untyped).
  */
-export interface Reply<T = any> {
+export interface Reply<T = unknown> {
   status: number;
   headers: Headers;
   body: T;
@@ -52,7 +50,7 @@ export interface RequestOptions {
 export class ApiClient {
   constructor(readonly base: string) {}
 
-  async request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<Reply<T>> {
+  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<Reply<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     let body: string | Uint8Array | undefined;
     if (opts.raw !== undefined) body = opts.raw;
@@ -73,22 +71,22 @@ export class ApiClient {
     return reply;
   }
 
-  get<T = any>(path: string, opts?: RequestOptions) {
+  get<T = unknown>(path: string, opts?: RequestOptions) {
     return this.request<T>('GET', path, opts);
   }
-  post<T = any>(path: string, body?: unknown, opts: RequestOptions = {}) {
+  post<T = unknown>(path: string, body?: unknown, opts: RequestOptions = {}) {
     return this.request<T>('POST', path, { ...opts, body });
   }
-  put<T = any>(path: string, body?: unknown, opts: RequestOptions = {}) {
+  put<T = unknown>(path: string, body?: unknown, opts: RequestOptions = {}) {
     return this.request<T>('PUT', path, { ...opts, body });
   }
-  delete<T = any>(path: string, opts?: RequestOptions) {
+  delete<T = unknown>(path: string, opts?: RequestOptions) {
     return this.request<T>('DELETE', path, opts);
   }
 }
 
 /** An error body without its `request_id`, after checking that it equals the X-Request-Id header. */
-export function errorBody<T = any>(r: Reply): T {
+export function errorBody<T = unknown>(r: Reply): T {
   const { request_id, ...rest } = r.body as Record<string, unknown>;
   if (request_id !== r.headers.get('x-request-id')) {
     throw new Error(`error body request_id ${String(request_id)} is not the X-Request-Id ${String(r.headers.get('x-request-id'))}: ${r.text}`);

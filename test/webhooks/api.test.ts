@@ -2,6 +2,7 @@
 // receiver guide at /docs/webhooks, and the dispatcher's metrics.
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
+import type { BodyOf, PlatformError } from '../support/client.ts';
 import { schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
@@ -39,7 +40,9 @@ describe('webhook deliveries API', function () {
       { kind: 'matched', body: matchedBody(tenant.orgId, 'y@example.com') },
     ]);
     await eventually(async () => {
-      const r = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries?status=pending`), { token: tenant.token });
+      const r = await srv.api.get<BodyOf<'listDeliveries'>>(path(tenant, `/organisations/${tenant.orgId}/deliveries?status=pending`), {
+        token: tenant.token,
+      });
       return r.body.items.length === 0 ? true : undefined;
     });
   });
@@ -50,25 +53,27 @@ describe('webhook deliveries API', function () {
   });
 
   it('lists an organisation’s deliveries newest first, with payload and attempts, page by page', async () => {
-    const all = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries`), { token: tenant.token });
+    const all = await srv.api.get<BodyOf<'listDeliveries'>>(path(tenant, `/organisations/${tenant.orgId}/deliveries`), { token: tenant.token });
     expect(all.status).to.equal(200);
     expect(all.body.next_cursor).to.equal(null);
-    const ids = all.body.items.map((d: { id: number }) => d.id);
+    const ids = all.body.items.map((d) => d.id);
     expect(ids).to.deep.equal([...goodIds, ...badIds].sort((a, b) => b - a));
-    const first = all.body.items.find((d: { id: number }) => d.id === goodIds[0]);
+    const first = all.body.items.find((d) => d.id === goodIds[0]);
     expect(first).to.include({ status: 'delivered', attempts_count: 1, integration_id: good.id, org_id: tenant.orgId, kind: 'matched' });
-    expect(first.payload).to.deep.equal(matchedBody(tenant.orgId, 'c1@example.com'));
-    expect(first.attempts[0]).to.include({ status_code: 200, response_excerpt: 'thanks' });
+    expect(first!.payload).to.deep.equal(matchedBody(tenant.orgId, 'c1@example.com'));
+    expect(first!.attempts[0]).to.include({ status_code: 200, response_excerpt: 'thanks' });
 
     const seen: number[] = [];
     let cursor: string | null = null;
     let pages = 0;
     do {
       const q: string = cursor ? `?limit=3&cursor=${cursor}` : '?limit=3';
-      const page = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries${q}`), { token: tenant.token });
+      const page = await srv.api.get<BodyOf<'listDeliveries'>>(path(tenant, `/organisations/${tenant.orgId}/deliveries${q}`), {
+        token: tenant.token,
+      });
       expect(page.status).to.equal(200);
       expect(page.body.items.length).to.be.at.most(3);
-      seen.push(...page.body.items.map((d: { id: number }) => d.id));
+      seen.push(...page.body.items.map((d) => d.id));
       cursor = page.body.next_cursor;
       pages++;
     } while (cursor);
@@ -77,33 +82,45 @@ describe('webhook deliveries API', function () {
   });
 
   it('filters by status and integration_id', async () => {
-    const failed = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries?status=failed`), { token: tenant.token });
-    expect(failed.body.items.map((d: { id: number }) => d.id)).to.deep.equal([...badIds].reverse());
+    const failed = await srv.api.get<BodyOf<'listDeliveries'>>(path(tenant, `/organisations/${tenant.orgId}/deliveries?status=failed`), {
+      token: tenant.token,
+    });
+    expect(failed.body.items.map((d) => d.id)).to.deep.equal([...badIds].reverse());
     for (const d of failed.body.items) {
       expect(d).to.include({ status: 'failed', last_error: 'HTTP 410', attempts_count: 1 });
       expect(d.attempts[0]).to.include({ status_code: 410, response_excerpt: 'gone' });
     }
-    const byIntegration = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries?integration_id=${good.id}&limit=2`), {
-      token: tenant.token,
-    });
-    expect(byIntegration.body.items.map((d: { id: number }) => d.id)).to.deep.equal([goodIds[4], goodIds[3]]);
-    const next = await srv.api.get(
+    const byIntegration = await srv.api.get<BodyOf<'listDeliveries'>>(
+      path(tenant, `/organisations/${tenant.orgId}/deliveries?integration_id=${good.id}&limit=2`),
+      {
+        token: tenant.token,
+      },
+    );
+    expect(byIntegration.body.items.map((d) => d.id)).to.deep.equal([goodIds[4], goodIds[3]]);
+    const next = await srv.api.get<BodyOf<'listDeliveries'>>(
       path(tenant, `/organisations/${tenant.orgId}/deliveries?integration_id=${good.id}&limit=2&cursor=${byIntegration.body.next_cursor}`),
       { token: tenant.token },
     );
-    expect(next.body.items.map((d: { id: number }) => d.id)).to.deep.equal([goodIds[2], goodIds[1]]);
+    expect(next.body.items.map((d) => d.id)).to.deep.equal([goodIds[2], goodIds[1]]);
     const none = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries?status=cancelled`), { token: tenant.token });
     expect(none.body).to.deep.equal({ items: [], next_cursor: null });
   });
 
   it('answers a bad cursor, or one made with other filters, with 400/4000', async () => {
-    const garbage = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries?cursor=nonsense`), { token: tenant.token });
-    expect(garbage.status).to.equal(400);
-    expect(garbage.body.code).to.equal(4000);
-    const page = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries?limit=1`), { token: tenant.token });
-    const reused = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries?status=failed&cursor=${page.body.next_cursor}`), {
+    const garbage = await srv.api.get<PlatformError>(path(tenant, `/organisations/${tenant.orgId}/deliveries?cursor=nonsense`), {
       token: tenant.token,
     });
+    expect(garbage.status).to.equal(400);
+    expect(garbage.body.code).to.equal(4000);
+    const page = await srv.api.get<BodyOf<'listDeliveries'>>(path(tenant, `/organisations/${tenant.orgId}/deliveries?limit=1`), {
+      token: tenant.token,
+    });
+    const reused = await srv.api.get<PlatformError>(
+      path(tenant, `/organisations/${tenant.orgId}/deliveries?status=failed&cursor=${page.body.next_cursor}`),
+      {
+        token: tenant.token,
+      },
+    );
     expect(reused.status).to.equal(400);
     expect(reused.body.code).to.equal(4000);
     const limit = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries?limit=201`), { token: tenant.token });
@@ -111,25 +128,25 @@ describe('webhook deliveries API', function () {
   });
 
   it('keeps tenants apart: 403 for another’s organisation, 404 for another’s delivery', async () => {
-    const list = await srv.api.get(path(other, `/organisations/${tenant.orgId}/deliveries`), { token: other.token });
+    const list = await srv.api.get<PlatformError>(path(other, `/organisations/${tenant.orgId}/deliveries`), { token: other.token });
     expect(list.status).to.equal(403);
     expect(list.body.code).to.equal(4030);
-    const one = await srv.api.get(path(other, `/deliveries/${goodIds[0]}`), { token: other.token });
+    const one = await srv.api.get<PlatformError>(path(other, `/deliveries/${goodIds[0]}`), { token: other.token });
     expect(one.status).to.equal(404);
     expect(one.body.code).to.equal(4040);
-    const retry = await srv.api.post(path(other, `/deliveries/${badIds[0]}/retry`), undefined, { token: other.token });
+    const retry = await srv.api.post<PlatformError>(path(other, `/deliveries/${badIds[0]}/retry`), undefined, { token: other.token });
     expect(retry.status).to.equal(404);
     expect(retry.body.code).to.equal(4040);
     const missing = await srv.api.get(path(tenant, `/deliveries/999999999`), { token: tenant.token });
     expect(missing.status).to.equal(404);
     const anonymous = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries`));
     expect(anonymous.status).to.equal(401);
-    const ownList = await srv.api.get(path(other, `/organisations/${other.orgId}/deliveries`), { token: other.token });
+    const ownList = await srv.api.get<BodyOf<'listDeliveries'>>(path(other, `/organisations/${other.orgId}/deliveries`), { token: other.token });
     expect(ownList.body.items).to.deep.equal([]);
   });
 
   it('answers 409/4090 when retrying a delivery that is not failed or cancelled', async () => {
-    const r = await srv.api.post(path(tenant, `/deliveries/${goodIds[0]}/retry`), undefined, { token: tenant.token });
+    const r = await srv.api.post<PlatformError>(path(tenant, `/deliveries/${goodIds[0]}/retry`), undefined, { token: tenant.token });
     expect(r.status).to.equal(409);
     expect(r.body.code).to.equal(4090);
   });
@@ -137,7 +154,7 @@ describe('webhook deliveries API', function () {
   describe('testIntegration', () => {
     it('posts one signed sample contact match now, marked as a test, on the organisation’s domain, and stores nothing', async () => {
       const before = ok.requests.length;
-      const r = await srv.api.post(path(tenant, `/integration/${good.id}/test`), undefined, { token: tenant.token });
+      const r = await srv.api.post<BodyOf<'testIntegration'>>(path(tenant, `/integration/${good.id}/test`), undefined, { token: tenant.token });
       expect(r.status).to.equal(200);
       expect(r.body).to.include({ delivered: true, status_code: 200, error: null, response_excerpt: 'thanks' });
       expect(ok.requests).to.have.length(before + 1);
@@ -160,7 +177,7 @@ describe('webhook deliveries API', function () {
         expect(d.headers['trackway-test']).to.equal(undefined);
         expect(JSON.parse(d.body)).not.to.have.property('test');
       }
-      const list = await srv.api.get(path(tenant, `/organisations/${tenant.orgId}/deliveries`), { token: tenant.token });
+      const list = await srv.api.get<BodyOf<'listDeliveries'>>(path(tenant, `/organisations/${tenant.orgId}/deliveries`), { token: tenant.token });
       expect(list.body.items).to.have.length(goodIds.length + badIds.length);
     });
 
@@ -173,7 +190,7 @@ describe('webhook deliveries API', function () {
       const slow = await TestReceiver.start(() => ({ status: 200, delayMs: 2500 }));
       try {
         const hook = await createIntegration(srv.deps.db, srv.deps.cipher, tenant.orgId, { endpoint: slow.url, httpTimeout: 1, active: false });
-        const t = await srv.api.post(path(tenant, `/integration/${hook.id}/test`), undefined, { token: tenant.token });
+        const t = await srv.api.post<BodyOf<'testIntegration'>>(path(tenant, `/integration/${hook.id}/test`), undefined, { token: tenant.token });
         expect(t.status).to.equal(200);
         expect(t.body).to.include({ delivered: false, status_code: null, response_excerpt: null });
         expect(t.body.error).to.match(/timeout/i);
@@ -184,7 +201,7 @@ describe('webhook deliveries API', function () {
     });
 
     it('answers 404 for an integration of another organisation', async () => {
-      const r = await srv.api.post(path(other, `/integration/${good.id}/test`), undefined, { token: other.token });
+      const r = await srv.api.post<PlatformError>(path(other, `/integration/${good.id}/test`), undefined, { token: other.token });
       expect(r.status).to.equal(404);
       expect(r.body.code).to.equal(4040);
     });

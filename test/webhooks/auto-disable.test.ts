@@ -4,6 +4,7 @@
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import type { BodyOf } from '../support/client.ts';
 import { type Tenant, createTenant, enqueue, eventually, many, SCHEDULE, sleep } from '../support/webhook-fixtures.ts';
 
 describe('circuit breaker', function () {
@@ -28,21 +29,21 @@ describe('circuit breaker', function () {
 
     it('disables an endpoint that failed every attempt for 2 s, with the reason in the API; its pending deliveries are cancelled; activating it clears it', async () => {
       const base = `/v1/rest/${tenant.platform}/integration`;
-      const created = await srv.api.post(
+      const created = await srv.api.post<BodyOf<'createIntegration'>>(
         base,
         { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { endpoint: r.url, do_events: true, do_contacts: true } },
         { token: tenant.token },
       );
       const hook = {
-        id: created.body.integration.id as number,
+        id: created.body.integration.id,
         orgId: tenant.orgId,
-        signingSecret: created.body.integration.signing_secret as string,
+        signingSecret: created.body.integration.signing_secret,
       };
       const ids = await enqueue(srv.deps.db, hook, many(tenant.orgId, 12, 'off'));
 
       const disabled = await eventually(
         async () => {
-          const i = (await srv.api.get(`${base}/${hook.id}`, { token: tenant.token })).body;
+          const i = (await srv.api.get<BodyOf<'getIntegration'>>(`${base}/${hook.id}`, { token: tenant.token })).body;
           return i.health.state === 'disabled' ? i : undefined;
         },
         15_000,
@@ -52,17 +53,19 @@ describe('circuit breaker', function () {
       expect(disabled.health.disabled_reason).to.match(
         /^Disabled automatically: no delivery succeeded for 2 seconds \(failing since .*\d+ attempts in a row\); last error: HTTP 500\./,
       );
-      expect(Date.parse(disabled.health.disabled_at) - Date.parse(disabled.health.failing_since)).to.be.at.least(2_000);
+      expect(Date.parse(disabled.health.disabled_at!) - Date.parse(disabled.health.failing_since!)).to.be.at.least(2_000);
       expect(disabled.health).to.include({ paused_until: null, last_error: 'HTTP 500' });
       console.log(
-        `      auto-disable figures: disabled ${Date.parse(disabled.health.disabled_at) - Date.parse(disabled.health.failing_since)} ms after its first failure (WEBHOOK_DISABLE_AFTER=2s), after ${disabled.health.consecutive_failures} failed attempts`,
+        `      auto-disable figures: disabled ${Date.parse(disabled.health.disabled_at!) - Date.parse(disabled.health.failing_since!)} ms after its first failure (WEBHOOK_DISABLE_AFTER=2s), after ${disabled.health.consecutive_failures} failed attempts`,
       );
 
       // as a deactivation does: nothing pending any more, nothing lost (cancelled, retryable)
-      const list = await srv.api.get(`/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?limit=50`, { token: tenant.token });
+      const list = await srv.api.get<BodyOf<'listDeliveries'>>(`/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?limit=50`, {
+        token: tenant.token,
+      });
       expect(list.body.items).to.have.length(12);
       for (const d of list.body.items) expect(d.status).to.equal('cancelled');
-      expect(list.body.items.map((d: { last_error: string }) => d.last_error)).to.include('integration deactivated or deleted');
+      expect(list.body.items.map((d) => d.last_error)).to.include('integration deactivated or deleted');
       const sent = r.requests.length;
       await sleep(600);
       expect(r.requests.length, 'attempts after the disable').to.equal(sent);
@@ -71,7 +74,7 @@ describe('circuit breaker', function () {
 
       // the merchant fixes the endpoint and activates the integration again: the state is cleared
       r.respond(() => ({ status: 200 }));
-      const on = await srv.api.request('PATCH', `${base}/${hook.id}`, { body: { active: true }, token: tenant.token });
+      const on = await srv.api.request<BodyOf<'patchIntegration'>>('PATCH', `${base}/${hook.id}`, { body: { active: true }, token: tenant.token });
       expect(on.status).to.equal(200);
       expect(on.body.integration.active).to.equal(true);
       expect(on.body.integration.health).to.deep.equal({
@@ -90,9 +93,12 @@ describe('circuit breaker', function () {
       }
       await eventually(
         async () => {
-          const l = await srv.api.get(`/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?status=delivered&limit=50`, {
-            token: tenant.token,
-          });
+          const l = await srv.api.get<BodyOf<'listDeliveries'>>(
+            `/v1/rest/${tenant.platform}/organisations/${tenant.orgId}/deliveries?status=delivered&limit=50`,
+            {
+              token: tenant.token,
+            },
+          );
           return l.body.items.length === 12 ? true : undefined;
         },
         10_000,

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-matched.payload.ts';
+import type { BodyOf, PlatformError } from '../support/client.ts';
 import { doc, schemaValidator } from '../support/contract.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
@@ -54,7 +55,7 @@ describe('webhook delivery', function () {
   }
 
   async function delivery(id: number) {
-    const r = await srv.api.get(`/v1/rest/${tenant.platform}/deliveries/${id}`, { token: tenant.token });
+    const r = await srv.api.get<BodyOf<'getDelivery'>>(`/v1/rest/${tenant.platform}/deliveries/${id}`, { token: tenant.token });
     expect(r.status).to.equal(200);
     return r.body;
   }
@@ -155,8 +156,8 @@ describe('webhook delivery', function () {
     const wh = new Webhook(hook.signingSecret);
     for (const req of r.requests) wh.verify(req.body, req.headers as Record<string, string>);
     expect(d.attempts_count).to.equal(2);
-    expect(d.attempts.map((a: { status_code: number }) => a.status_code)).to.deep.equal([500, 200]);
-    expect(d.attempts[0].response_excerpt).to.equal('boom');
+    expect(d.attempts.map((a) => a.status_code)).to.deep.equal([500, 200]);
+    expect(d.attempts[0]!.response_excerpt).to.equal('boom');
     expect(d.last_error).to.equal('HTTP 500');
   });
 
@@ -166,10 +167,10 @@ describe('webhook delivery', function () {
     const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'event', body: exportedBody(tenant.orgId, 'a@b.co', 'view') }]);
     const d = await settled(id!, 'delivered');
     expect(d.attempts).to.have.length(2);
-    expect(d.attempts[0].status_code).to.equal(null);
-    expect(d.attempts[0].error).to.match(/timeout/i);
-    expect(d.attempts[0].response_excerpt).to.equal(null);
-    expect(d.attempts[1].status_code).to.equal(200);
+    expect(d.attempts[0]!.status_code).to.equal(null);
+    expect(d.attempts[0]!.error).to.match(/timeout/i);
+    expect(d.attempts[0]!.response_excerpt).to.equal(null);
+    expect(d.attempts[1]!.status_code).to.equal(200);
     expect(d.last_error).to.match(/timeout/i);
   });
 
@@ -192,7 +193,7 @@ describe('webhook delivery', function () {
     const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'matched', body: matchedBody(tenant.orgId) }]);
     const d = await settled(id!, 'failed', 1);
     expect(d.attempts_count).to.equal(1);
-    expect(d.attempts[0].status_code).to.equal(302);
+    expect(d.attempts[0]!.status_code).to.equal(302);
     expect(target.requests).to.have.length(0);
   });
 
@@ -213,10 +214,10 @@ describe('webhook delivery', function () {
     const hook = await integration(r);
     const [id] = await enqueue(srv.deps.db, hook, [{ kind: 'matched', body: matchedBody(tenant.orgId) }]);
     const d = await settled(id!, 'delivered');
-    expect(d.attempts.map((a: { status_code: number }) => a.status_code)).to.deep.equal([429, 204]);
+    expect(d.attempts.map((a) => a.status_code)).to.deep.equal([429, 204]);
     // the schedule's first step is 100 ms; Retry-After asked for a second
     expect(r.requests[1]!.at - r.requests[0]!.at).to.be.at.least(950);
-    expect(Date.parse(d.attempts[1].attempted_at) - Date.parse(d.attempts[0].attempted_at)).to.be.at.least(950);
+    expect(Date.parse(d.attempts[1]!.attempted_at) - Date.parse(d.attempts[0]!.attempted_at)).to.be.at.least(950);
   });
 
   it('dead-letters after the schedule, then a manual retry through the API sends it again with the same webhook-id', async () => {
@@ -230,7 +231,9 @@ describe('webhook delivery', function () {
     expect(r.requests).to.have.length(3);
 
     r.respond(() => ({ status: 200 }));
-    const retried = await srv.api.post(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
+    const retried = await srv.api.post<BodyOf<'retryDelivery'>>(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, {
+      token: tenant.token,
+    });
     expect(retried.status).to.equal(200);
     expect(retried.body).to.include({ id, status: 'pending', webhook_id: failed.webhook_id, attempts_count: 3 });
     expect(retried.body.next_attempt_at).to.be.a('string');
@@ -239,7 +242,7 @@ describe('webhook delivery', function () {
     expect(r.requests).to.have.length(4);
     expect(new Set(r.requests.map((q) => q.headers['webhook-id']))).to.deep.equal(new Set([failed.webhook_id]));
 
-    const again = await srv.api.post(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
+    const again = await srv.api.post<PlatformError>(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
     expect(again.status).to.equal(409);
     expect(again.body.code).to.equal(4090);
   });
@@ -254,7 +257,7 @@ describe('webhook delivery', function () {
       const x = await delivery(id!);
       return x.status === 'failed' && x.attempts_count === 6 && x.attempts.length === 6 ? x : undefined;
     });
-    expect(d.attempts.map((a: { status_code: number }) => a.status_code)).to.deep.equal([502, 502, 502, 502, 502, 502]);
+    expect(d.attempts.map((a) => a.status_code)).to.deep.equal([502, 502, 502, 502, 502, 502]);
   });
 
   it('caps requests in flight per endpoint, so a slow receiver does not hold up the others', async () => {
@@ -289,7 +292,7 @@ describe('webhook delivery', function () {
     const hook = await integration(r);
     const [parked] = await enqueue(srv.deps.db, hook, [{ kind: 'matched', body: matchedBody(tenant.orgId) }]);
     const waiting = await settled(parked!, 'pending', 1);
-    expect(Date.parse(waiting.next_attempt_at) - Date.now()).to.be.above(20_000);
+    expect(Date.parse(waiting.next_attempt_at!) - Date.now()).to.be.above(20_000);
 
     expect(await deactivate(srv.deps.db, hook)).to.equal(1);
     const cancelled = await delivery(parked!);
@@ -314,7 +317,7 @@ describe('webhook delivery', function () {
     const r = await receiver(() => ({ status: 503, headers: { 'Retry-After': '30' } }));
     const base = `/v1/rest/${tenant.platform}/integration`;
     const data = { endpoint: r.url, httpTimeout: '5', do_events: true, do_contacts: true };
-    const created = await srv.api.post(
+    const created = await srv.api.post<BodyOf<'createIntegration'>>(
       base,
       { org_id: tenant.orgId, active: true, type: 'WEBHOOK', data: { ...data, authToken: 'tok_api_5678' } },
       { token: tenant.token },
@@ -350,7 +353,7 @@ describe('webhook delivery', function () {
     expect(await deactivate(srv.deps.db, hook, { delete: true })).to.equal(1);
     const d = await delivery(id!); // history stays readable
     expect(d.status).to.equal('cancelled');
-    const retry = await srv.api.post(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
+    const retry = await srv.api.post<PlatformError>(`/v1/rest/${tenant.platform}/deliveries/${id}/retry`, undefined, { token: tenant.token });
     expect(retry.status).to.equal(409);
     expect(retry.body.code).to.equal(4090);
   });

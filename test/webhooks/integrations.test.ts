@@ -6,6 +6,7 @@ import { enqueueDeliveries } from '../../src/webhooks/outbox.repository.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type Account, newAccount, newMerchant, newWebhook, WEBHOOK_AUTH_TOKEN as TOKEN, webhookBody } from '../support/accounts.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { BodyOf, PlatformError } from '../support/client.ts';
 
 describe('webhook integrations (createIntegration, updateIntegration)', () => {
   let srv: TestServer;
@@ -44,7 +45,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
   describe('update (PUT)', () => {
     it('answers 200 {code 2001, message OK, integration}, replacing every field with the values sent (a PUT)', async () => {
       const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN, httpTimeout: '20' });
-      const r = await srv.api.put(
+      const r = await srv.api.put<BodyOf<'updateIntegration'>>(
         path,
         webhookBody(
           orgId,
@@ -79,7 +80,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
 
     it('clears authToken and resets httpTimeout to "10" when they are left out', async () => {
       const i = await newWebhook(srv, acme, orgId, { authToken: TOKEN, httpTimeout: '25' });
-      const r = await srv.api.put(path, webhookBody(orgId, {}, { id: i.id }), { token: acme.token });
+      const r = await srv.api.put<BodyOf<'updateIntegration'>>(path, webhookBody(orgId, {}, { id: i.id }), { token: acme.token });
       expect(r.status).to.equal(200);
       expect(r.body.integration.data).to.deep.equal({
         endpoint: 'https://hooks.example.com/trackway',
@@ -97,10 +98,10 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
 
     it('moves active from true to false and back, and keeps the signing secret', async () => {
       const i = await newWebhook(srv, acme, orgId);
-      const off = await srv.api.put(path, webhookBody(orgId, {}, { id: i.id, active: false }), { token: acme.token });
+      const off = await srv.api.put<BodyOf<'updateIntegration'>>(path, webhookBody(orgId, {}, { id: i.id, active: false }), { token: acme.token });
       expect(off.body.integration.active).to.equal(false);
       expect(await srv.deps.targets.forOrg(orgId)).to.deep.equal([]);
-      const on = await srv.api.put(path, webhookBody(orgId, {}, { id: i.id, active: true }), { token: acme.token });
+      const on = await srv.api.put<BodyOf<'updateIntegration'>>(path, webhookBody(orgId, {}, { id: i.id, active: true }), { token: acme.token });
       expect(on.body.integration.active).to.equal(true);
       expect(on.body.integration.signing_secret).to.equal(i.signing_secret);
       expect(await srv.deps.targets.forOrg(orgId)).to.deep.equal([{ id: i.id, doEvents: true, doContacts: true }]);
@@ -117,9 +118,13 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
 
     it('works on the unscoped path /v1/rest/integration', async () => {
       const i = await newWebhook(srv, acme, orgId);
-      const r = await srv.api.put('/v1/rest/integration', webhookBody(orgId, { httpTimeout: '5' }, { id: i.id, active: false }), {
-        token: acme.token,
-      });
+      const r = await srv.api.put<BodyOf<'updateIntegrationUnscoped'>>(
+        '/v1/rest/integration',
+        webhookBody(orgId, { httpTimeout: '5' }, { id: i.id, active: false }),
+        {
+          token: acme.token,
+        },
+      );
       expect(r.status).to.equal(200);
       expect(r.body).to.include({ code: 2001, message: 'OK' });
       expect(r.body.integration).to.deep.include({ id: i.id, active: false });
@@ -128,7 +133,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
 
     it('answers an unknown id with 404/4040, on both paths', async () => {
       for (const p of [path, '/v1/rest/integration']) {
-        const r = await srv.api.put(p, webhookBody(orgId, {}, { id: 987654321 }), { token: acme.token });
+        const r = await srv.api.put<PlatformError>(p, webhookBody(orgId, {}, { id: 987654321 }), { token: acme.token });
         expect(r.status).to.equal(404);
         expect(r.body.code).to.equal(4040);
       }
@@ -137,7 +142,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
     it('looks the id up within org_id: an integration cannot move to another organisation (404)', async () => {
       const i = await newWebhook(srv, acme, orgId);
       const otherOrg = (await newMerchant(srv, acme)).organisation.id;
-      const r = await srv.api.put(path, webhookBody(otherOrg, {}, { id: i.id }), { token: acme.token });
+      const r = await srv.api.put<PlatformError>(path, webhookBody(otherOrg, {}, { id: i.id }), { token: acme.token });
       expect(r.status).to.equal(404);
       expect(r.body.code).to.equal(4040);
       const row = await db().selectFrom('integrations').select('org_id').where('id', '=', i.id).executeTakeFirstOrThrow();
@@ -146,7 +151,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
 
     it('answers 403/4030 for an org_id not assigned to the caller', async () => {
       const i = await newWebhook(srv, acme, orgId);
-      const r = await srv.api.put(path, webhookBody(987654321, {}, { id: i.id }), { token: acme.token });
+      const r = await srv.api.put<PlatformError>(path, webhookBody(987654321, {}, { id: i.id }), { token: acme.token });
       expect(r.status).to.equal(403);
       expect(r.body.code).to.equal(4030);
     });
@@ -160,7 +165,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
         { ...webhookBody(orgId, {}, { id: i.id }), type: 'EMAIL' },
         webhookBody(orgId, {}, { id: 'seven' }),
       ]) {
-        const r = await srv.api.put(path, body, { token: acme.token });
+        const r = await srv.api.put<PlatformError>(path, body, { token: acme.token });
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.code).to.equal(4000);
       }
@@ -176,7 +181,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
     });
 
     it('GET /integration/{id} answers 404/4040 for an unknown id', async () => {
-      const r = await srv.api.get(`${path}/987654321`, { token: acme.token });
+      const r = await srv.api.get<PlatformError>(`${path}/987654321`, { token: acme.token });
       expect(r.status).to.equal(404);
       expect(r.body.code).to.equal(4040);
     });
@@ -190,33 +195,33 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
       let pages = 0;
       do {
         const q: string = `${path}?org_id=${orgId}&limit=2${cursor ? `&cursor=${cursor}` : ''}`;
-        const r = await srv.api.get(q, { token: acme.token });
+        const r = await srv.api.get<BodyOf<'listIntegrations'>>(q, { token: acme.token });
         expect(r.status).to.equal(200);
         expect(Object.keys(r.body).sort()).to.deep.equal(['items', 'next_cursor']);
         expect(r.body.items.length).to.be.at.most(2);
-        ids.push(...r.body.items.map((x: { id: number }) => x.id));
+        ids.push(...r.body.items.map((x) => x.id));
         cursor = r.body.next_cursor;
         pages++;
       } while (cursor);
       expect(ids).to.deep.equal([made[0]!.id, made[1]!.id, made[3]!.id, made[4]!.id]);
       expect(pages).to.equal(2);
-      const all = await srv.api.get(`${path}?org_id=${orgId}`, { token: acme.token });
+      const all = await srv.api.get<BodyOf<'listIntegrations'>>(`${path}?org_id=${orgId}`, { token: acme.token });
       expect(all.body.items[0]).to.deep.equal(made[0]);
       expect(all.body.next_cursor).to.equal(null);
     });
 
     it('pages 50 by default, and takes limit 1 to 200 only', async () => {
       for (let k = 0; k < 51; k++) await srv.api.post(path, webhookBody(orgId), { token: acme.token });
-      const first = await srv.api.get(`${path}?org_id=${orgId}`, { token: acme.token });
+      const first = await srv.api.get<BodyOf<'listIntegrations'>>(`${path}?org_id=${orgId}`, { token: acme.token });
       expect(first.body.items).to.have.length(50);
       expect(first.body.next_cursor).to.be.a('string');
-      const second = await srv.api.get(`${path}?org_id=${orgId}&cursor=${first.body.next_cursor}`, { token: acme.token });
+      const second = await srv.api.get<BodyOf<'listIntegrations'>>(`${path}?org_id=${orgId}&cursor=${first.body.next_cursor}`, { token: acme.token });
       expect(second.body.items).to.have.length(1);
       expect(second.body.next_cursor).to.equal(null);
-      const big = await srv.api.get(`${path}?org_id=${orgId}&limit=200`, { token: acme.token });
+      const big = await srv.api.get<BodyOf<'listIntegrations'>>(`${path}?org_id=${orgId}&limit=200`, { token: acme.token });
       expect(big.body.items).to.have.length(51);
       for (const limit of ['0', '201', '-1', 'ten']) {
-        const r = await srv.api.get(`${path}?org_id=${orgId}&limit=${limit}`, { token: acme.token });
+        const r = await srv.api.get<PlatformError>(`${path}?org_id=${orgId}&limit=${limit}`, { token: acme.token });
         expect(r.status, limit).to.equal(400);
         expect(r.body.code).to.equal(4000);
       }
@@ -224,12 +229,12 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
 
     it('refuses a bad cursor, or one made for another organisation, with 400/4000', async () => {
       for (let k = 0; k < 2; k++) await newWebhook(srv, acme, orgId);
-      const page = await srv.api.get(`${path}?org_id=${orgId}&limit=1`, { token: acme.token });
+      const page = await srv.api.get<BodyOf<'listIntegrations'>>(`${path}?org_id=${orgId}&limit=1`, { token: acme.token });
       const cursor = page.body.next_cursor as string;
       const otherOrg = (await newMerchant(srv, acme)).organisation.id;
       const forged = Buffer.from(JSON.stringify({ p: { id: 0 }, f: 'x' })).toString('base64url');
       for (const bad of ['garbage!', 'eyJub3QiOiJ2YWxpZCJ9', forged, cursor.slice(0, -2)]) {
-        const r = await srv.api.get(`${path}?org_id=${orgId}&cursor=${encodeURIComponent(bad)}`, { token: acme.token });
+        const r = await srv.api.get<PlatformError>(`${path}?org_id=${orgId}&cursor=${encodeURIComponent(bad)}`, { token: acme.token });
         expect(r.status, bad).to.equal(400);
         expect(r.body.code).to.equal(4000);
       }
@@ -241,7 +246,7 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
       const other = await newAccount(srv, 'acme');
       const foreign = (await newMerchant(srv, other)).organisation.id;
       for (const org of [foreign, 987654321]) {
-        const r = await srv.api.get(`${path}?org_id=${org}`, { token: acme.token });
+        const r = await srv.api.get<PlatformError>(`${path}?org_id=${org}`, { token: acme.token });
         expect(r.status).to.equal(403);
         expect(r.body.code).to.equal(4030);
       }
@@ -254,14 +259,14 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
       const del = await srv.api.delete(`${path}/${i.id}`, { token: acme.token });
       expect(del.status).to.equal(204);
       expect(del.text).to.equal('');
-      const again = await srv.api.delete(`${path}/${i.id}`, { token: acme.token });
+      const again = await srv.api.delete<PlatformError>(`${path}/${i.id}`, { token: acme.token });
       expect(again.status).to.equal(404);
       expect(again.body.code).to.equal(4040);
       expect((await srv.api.get(`${path}/${i.id}`, { token: acme.token })).status).to.equal(404);
       expect((await srv.api.put(path, webhookBody(orgId, {}, { id: i.id }), { token: acme.token })).status).to.equal(404);
       expect((await srv.api.put('/v1/rest/integration', webhookBody(orgId, {}, { id: i.id }), { token: acme.token })).status).to.equal(404);
-      const list = await srv.api.get(`${path}?org_id=${orgId}`, { token: acme.token });
-      expect(list.body.items.map((x: { id: number }) => x.id)).to.not.include(i.id);
+      const list = await srv.api.get<BodyOf<'listIntegrations'>>(`${path}?org_id=${orgId}`, { token: acme.token });
+      expect(list.body.items.map((x) => x.id)).to.not.include(i.id);
     });
 
     it('DELETE cancels pending deliveries, keeps delivery history, and drops the integration from the targets', async () => {
