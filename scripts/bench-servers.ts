@@ -158,6 +158,7 @@ export function serviceEnvironment(o: {
     // the limiters run (their cost is measured) but never throttle the bench's 8 client addresses
     TRACKING_RATE_LIMIT: '1000000000/1s',
     TRACKING_IDENTIFY_RATE_LIMIT: '1000000000/1s',
+    TRACKING_IDENTIFY_NETWORK_RATE_LIMIT: '1000000000/1s',
     TRACKWAY_BOOTSTRAP_PLATFORM: 'bench',
     TRACKWAY_BOOTSTRAP_EMAIL: 'bench@bench.example',
     TRACKWAY_BOOTSTRAP_PASSWORD: 'bench-password-1',
