@@ -184,14 +184,9 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
    */
   function write(res: ServerResponse, requestId: string, status: number, body: string, extra?: Record<string, string>): void {
     const length = String(Buffer.byteLength(body));
-    let headers: string[];
-    if (extra === undefined) {
-      headers = [...lead, 'X-Request-Id', requestId, 'Access-Control-Allow-Origin', '*', 'Content-Type', JSON_TYPE, 'Content-Length', length];
-    } else {
-      headers = [...lead, 'X-Request-Id', requestId, 'Access-Control-Allow-Origin', '*'];
-      for (const k of Object.keys(extra)) headers.push(k, extra[k]!);
-      headers.push('Content-Type', JSON_TYPE, 'Content-Length', length);
-    }
+    const headers = [...lead, 'X-Request-Id', requestId, 'Access-Control-Allow-Origin', '*'];
+    if (extra) for (const k of Object.keys(extra)) headers.push(k, extra[k]!);
+    headers.push('Content-Type', JSON_TYPE, 'Content-Length', length);
     res.writeHead(status, headers);
     res.end(body);
   }

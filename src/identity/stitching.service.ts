@@ -31,7 +31,7 @@ import {
 } from './identity.repository.ts';
 import { mergeProfiles, type Recent, recentActivity } from './profile.service.ts';
 import type { IdentifyClaim } from './verification.rules.ts';
-import { contactsOfPerson, contactsOfPersonsSeen } from './visitors.repository.ts';
+import { contactsOfPersonsSeen } from './visitors.repository.ts';
 
 /** A visitor seen in the batch (an event or an identify). */
 export type Sighting = {
@@ -290,7 +290,7 @@ export class Stitching {
   async contacts(orgId: OrgId, person: number, coreId: string): Promise<{ type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[]> {
     let c = this.contactCache.get(person);
     if (!c) {
-      c = await contactsOfPerson(this.tx, orgId, person);
+      c = (await contactsOfPersonsSeen(this.tx, orgId, [person])).map(({ person_id: _, ...x }) => x);
       this.contactCache.set(person, c);
     }
     const hidden = this.pending.get(orgId);

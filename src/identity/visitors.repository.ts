@@ -83,27 +83,11 @@ export async function contactsLinked(db: Database, orgId: OrgId, since: Date, re
   return { total: Number(row.total), recent: Number(row.recent) };
 }
 
-/** A person's contacts, each with the visitors whose link to it is verified (a valid hash made or confirmed it). */
-export async function contactsOfPerson(tx: Executor, orgId: OrgId, person: number) {
-  return orgScoped(tx, orgId)
-    .selectFrom('contacts as c')
-    .select(['c.type', 'c.value'])
-    .select(({ selectFrom }) =>
-      sql<
-        string[]
-      >`ARRAY(${selectFrom('visitor_contacts as vc').select('vc.core_id').whereRef('vc.org_id', '=', 'c.org_id').whereRef('vc.contact_id', '=', 'c.id').where('vc.verified', '=', true)})`.as(
-        'verified_by',
-      ),
-    )
-    .where('c.person_id', '=', person)
-    .orderBy('c.id')
-    .execute();
-}
-
 /**
  * The contacts of several persons of one organisation in one read (an ingest
- * batch's exported events, src/identity/stitching.service.ts readContacts),
- * as contactsOfPerson gives them for one: each with its person, in id order.
+ * batch's exported events, and a person an identify of the batch changed:
+ * src/identity/stitching.service.ts readContacts and contacts): each with
+ * its person and the visitors that verified it, in id order.
  */
 export async function contactsOfPersonsSeen(tx: Executor, orgId: OrgId, persons: readonly number[]) {
   return orgScoped(tx, orgId)
