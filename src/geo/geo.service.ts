@@ -24,6 +24,7 @@ import path from 'node:path';
 import type { Location } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
 import { projectPath } from '../project.ts';
+import { RecentCache } from '../recent-cache.ts';
 import { publicAddress } from './address.rules.ts';
 import { GeoIpError, MmdbLocator, openSource } from './mmdb.locator.ts';
 import { buildRangesFile } from './ranges-file.build.ts';
@@ -49,33 +50,6 @@ const OFF = /^(off|none|false|0)$/i;
 /** bump when the ranges file's layout or the answers change */
 const RANGES_VERSION = 'ranges-1';
 
-/**
- * Recent answers by address: a visitor sends all its events from one address.
- * Two generations (when the young one is full it becomes the old one), so
- * every operation is O(1) and at most 2 × `max` entries are kept.
- */
-class RecentCache<V> {
-  private young = new Map<string, V>();
-  private old = new Map<string, V>();
-  constructor(private readonly max: number) {}
-
-  get(key: string): V | undefined {
-    const v = this.young.get(key);
-    if (v !== undefined) return v;
-    const o = this.old.get(key);
-    if (o !== undefined) this.set(key, o);
-    return o;
-  }
-
-  set(key: string, value: V): void {
-    if (this.young.size >= this.max) {
-      this.old = this.young;
-      this.young = new Map();
-    }
-    this.young.set(key, value);
-  }
-}
-
 interface Backend {
   lookup(addr: [string, 4 | 6]): Location | null;
 }
@@ -86,18 +60,22 @@ class Locator implements GeoLocator {
   private readonly recent = new RecentCache<Location | typeof MISS>(2048);
   constructor(private readonly backend: Backend) {}
 
+  // keyed by the address as given (canonical from client-address.ts), so a
+  // recent address costs one Map lookup: not even publicAddress's parse
   locate(ip: string): Location | null {
-    const addr = publicAddress(ip);
-    if (!addr) return null;
-    const known = this.recent.get(addr[0]);
+    if (typeof ip !== 'string') return null;
+    const known = this.recent.get(ip);
     if (known !== undefined) return known === MISS ? null : { ...known };
-    let found: Location | null;
-    try {
-      found = this.backend.lookup(addr);
-    } catch {
-      found = null;
+    const addr = ip.length <= 64 ? publicAddress(ip) : null;
+    let found: Location | null = null;
+    if (addr) {
+      try {
+        found = this.backend.lookup(addr);
+      } catch {
+        found = null;
+      }
     }
-    this.recent.set(addr[0], found ?? MISS);
+    if (ip.length <= 64) this.recent.set(ip, found ?? MISS);
     return found ? { ...found } : null;
   }
 }

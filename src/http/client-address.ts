@@ -21,6 +21,8 @@
 // identifies of new identities are also counted per /48 (networkKey), the
 // prefix a site usually gets, so that 100 /64s of one /48 do not make 100
 // fresh identify budgets.
+import { RecentCache } from '../recent-cache.ts';
+
 type Parsed = { v: 4; parts: number[] } | { v: 6; groups: number[] };
 
 const V4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
@@ -106,11 +108,46 @@ function formatV6(groups: number[]): string {
   return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
 }
 
+const prefix = (groups: number[], n: number) =>
+  groups
+    .slice(0, n)
+    .map((g) => g.toString(16))
+    .join(':');
+
+/** What every request needs of its client address: made once per address text, then remembered. */
+interface Address {
+  canonical: string;
+  /** the rate limits' key (clientAddressKey) */
+  key: string;
+  /** the /48 of an IPv6 address (networkKey) */
+  network: string | undefined;
+}
+
+/**
+ * Recent address texts and what they are (null: not an address). Each
+ * request asks up to four times (its address, then the limits' keys), and a
+ * client sends request after request from one address. Texts longer than any
+ * address spelling are not kept.
+ */
+const recent = new RecentCache<Address | null>(1024);
+const LONGEST_SPELLING = 64;
+
+function address(raw: string): Address | null {
+  const known = recent.get(raw);
+  if (known !== undefined) return known;
+  const p = parse(raw);
+  let a: Address | null = null;
+  if (p?.v === 4) {
+    const dotted = p.parts.join('.');
+    a = { canonical: dotted, key: dotted, network: undefined };
+  } else if (p) a = { canonical: formatV6(p.groups), key: `${prefix(p.groups, 4)}::/64`, network: `${prefix(p.groups, 3)}::/48` };
+  if (raw.length <= LONGEST_SPELLING) recent.set(raw, a);
+  return a;
+}
+
 /** The canonical text of an IP address, or undefined when `raw` is not one (see above). */
 export function canonicalIp(raw: string): string | undefined {
-  const p = parse(raw);
-  if (!p) return undefined;
-  return p.v === 4 ? p.parts.join('.') : formatV6(p.groups);
+  return address(raw)?.canonical;
 }
 
 /** What a request is refused with (400, its area's body) when TRUST_PROXY is on and X-Forwarded-For does not end with an IP address. */
@@ -130,21 +167,12 @@ export function resolveClientAddress(forwardedFor: string | undefined, socketAdd
   return canonicalIp(socket) ?? socket;
 }
 
-const prefix = (groups: number[], n: number) =>
-  groups
-    .slice(0, n)
-    .map((g) => g.toString(16))
-    .join(':');
-
 /** The key a client address is counted under by the rate limits (tracking, login, registration): IPv4 as is, IPv6 by its /64. */
 export function clientAddressKey(ip: string): string {
-  const p = parse(ip);
-  if (!p) return ip.trim().toLowerCase();
-  return p.v === 4 ? p.parts.join('.') : `${prefix(p.groups, 4)}::/64`;
+  return address(ip)?.key ?? ip.trim().toLowerCase();
 }
 
 /** The /48 of an IPv6 address (a second, coarser key for new identities); undefined for IPv4. */
 export function networkKey(ip: string): string | undefined {
-  const p = parse(ip);
-  return p?.v === 6 ? `${prefix(p.groups, 3)}::/48` : undefined;
+  return address(ip)?.network;
 }

@@ -66,6 +66,22 @@ describe('one canonical address per client (issue 22, point 3)', function () {
       expect(networkKey('2001:db8:1:ffff::1')).to.equal('2001:db8:1::/48');
       for (const s of NOT_ADDRESSES) expect(canonicalIp(s), s === '198.51.100.99, ' ? 'a list is not an address' : s).to.equal(undefined);
     });
+
+    it('answers the same for an address it remembers, has forgotten, or never kept (the recent-address memo)', () => {
+      const texts = [...SPELLINGS, ...NOT_ADDRESSES, '2001:db8:1:2:aaaa::1', `198.51.100.99${' '.repeat(80)}`, 'x'.repeat(200)];
+      const answers = () => texts.map((s) => [canonicalIp(s), clientAddressKey(s), networkKey(s)]);
+      const first = answers();
+      expect(answers(), 'asked again, from the memo').to.deep.equal(first);
+      // 5,000 other clients: more than both generations of the memo hold, so the first texts are forgotten
+      for (let i = 0; i < 5_000; i++) {
+        const ip = `203.0.${i >> 8}.${i & 255}`;
+        expect(canonicalIp(ip)).to.equal(ip);
+        expect(clientAddressKey(`2001:db8:${i.toString(16)}::1`)).to.equal(`2001:db8:${i.toString(16)}:0::/64`);
+      }
+      expect(answers(), 'asked again after being forgotten').to.deep.equal(first);
+      expect(first[SPELLINGS.length + NOT_ADDRESSES.length + 2], 'too long to be kept: still not an address').to.deep.equal([undefined, 'x'.repeat(200), undefined]);
+      expect(first[SPELLINGS.length + NOT_ADDRESSES.length + 1]![0], 'padded with spaces: still the address').to.equal('198.51.100.99');
+    });
   });
 
   for (const fastPath of [true, false]) {
