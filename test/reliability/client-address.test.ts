@@ -79,7 +79,11 @@ describe('one canonical address per client (issue 22, point 3)', function () {
         expect(clientAddressKey(`2001:db8:${i.toString(16)}::1`)).to.equal(`2001:db8:${i.toString(16)}:0::/64`);
       }
       expect(answers(), 'asked again after being forgotten').to.deep.equal(first);
-      expect(first[SPELLINGS.length + NOT_ADDRESSES.length + 2], 'too long to be kept: still not an address').to.deep.equal([undefined, 'x'.repeat(200), undefined]);
+      expect(first[SPELLINGS.length + NOT_ADDRESSES.length + 2], 'too long to be kept: still not an address').to.deep.equal([
+        undefined,
+        'x'.repeat(200),
+        undefined,
+      ]);
       expect(first[SPELLINGS.length + NOT_ADDRESSES.length + 1]![0], 'padded with spaces: still the address').to.equal('198.51.100.99');
     });
   });
