@@ -29,6 +29,8 @@ export const EXPOSED = {
     'url-policy.rules.ts', // allowed domains and hosts
     'verification.rules.ts', // identify hash verification
     'visitors-upsert.repository.ts', // the visitors upsert as a fragment: the plain batch's one statement carries it beside the events insert
+    'profile-upsert.repository.ts', // the profile and catalogue writes as fragments: the plain batch's one statement carries them too
+    'recorded.rules.ts', // what an event records for its person and the catalogue (the plain batch hands it to profile-upsert)
   ],
   platform: [
     'principal.rules.ts', // the authenticated caller of a handler

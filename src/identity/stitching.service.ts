@@ -30,8 +30,12 @@ import {
   type VisitorTouch,
 } from './identity.repository.ts';
 import { mergeProfiles, type Recent, recentActivity } from './profile.service.ts';
+import { type ProfileEvent, recordedBy } from './recorded.rules.ts';
 import type { IdentifyClaim } from './verification.rules.ts';
 import { contactsOfPersonsSeen } from './visitors.repository.ts';
+
+// what an event records is decided in recorded.rules.ts (the one-statement batch uses it too)
+export { EVENTS_RECORDED, type ProfileEvent } from './recorded.rules.ts';
 
 /** A visitor seen in the batch (an event or an identify). */
 export type Sighting = {
@@ -43,16 +47,6 @@ export type Sighting = {
   location: Location | null;
   policy: { identityVerification: 'optional' | 'required' };
 } & ({ kind: 'event'; corexId: string | null } | { kind: 'identify'; claim: { name: string | null } });
-
-/** An event, as far as the profile and the catalogue care. */
-export interface ProfileEvent {
-  orgId: OrgId;
-  coreId: string;
-  name: string;
-  body: Record<string, unknown>;
-  receivedAt: Date;
-  policy: { allowsUrl(url: string): boolean };
-}
 
 /** An identify: the contacts to link to the visitor's person. */
 export interface Identification {
@@ -68,13 +62,6 @@ export interface LinkedContact {
 }
 
 const key = (orgId: OrgId, coreId: string) => `${orgId}\u0000${coreId}`;
-
-/**
- * The events recordEvent keeps something of (the profile, the product
- * catalogue). A batch of other events without a corex_id needs nothing of
- * identity but its visitors touched (src/tracking/plain-batch.service.ts).
- */
-export const EVENTS_RECORDED = new Set(['productview', 'updatecart', 'checkout', 'buy']);
 
 /** One touch per visitor: earliest first_seen, latest everything else. */
 export function visitorTouches(items: readonly Sighting[]): VisitorTouch[] {
@@ -164,26 +151,13 @@ export class Stitching {
     return this.find(this.personOf.get(key(orgId, coreId))!);
   }
 
-  /** Keeps what an event says about its person's recent activity and the product catalogue. */
+  /** Keeps what an event says about its person's recent activity and the product catalogue (recorded.rules.ts). */
   recordEvent(it: ProfileEvent): void {
     const person = this.personOfVisitor(it.orgId, it.coreId);
-    const body = it.body;
-    const allowed = (url: unknown): url is string => typeof url === 'string' && it.policy.allowsUrl(url);
-    if (!EVENTS_RECORDED.has(it.name)) return;
-    if (it.name === 'productview') {
-      const url = body.product_url;
-      if (allowed(url)) {
-        this.recordProductUrl(it.orgId, body.product_id as number, url, it.receivedAt);
-        this.recordView(it.orgId, person, url, it.receivedAt);
-      }
-    } else if (it.name === 'updatecart') {
-      // the product still counts (its URL comes from the catalogue); a foreign cart_url does not
-      this.recordCart(it.orgId, person, body.product_id as number, allowed(body.cart_url) ? body.cart_url : null, it.receivedAt);
-    } else if (it.name === 'checkout' || it.name === 'buy') {
-      for (const item of (body.items as { product_id: number; product_url?: string }[] | undefined) ?? []) {
-        if (allowed(item.product_url)) this.recordProductUrl(it.orgId, item.product_id, item.product_url, it.receivedAt);
-      }
-    }
+    const { products, view, cart } = recordedBy(it);
+    for (const p of products) this.recordProductUrl(p.orgId, p.productId, p.url, p.at);
+    if (view !== null) this.recordView(it.orgId, person, view, it.receivedAt);
+    if (cart !== null) this.recordCart(it.orgId, person, cart.productId, cart.cartUrl, it.receivedAt);
   }
 
   /**

@@ -1,4 +1,4 @@
-// The plain batch (src/tracking/plain-batch.service.ts): events that need no person
+// The plain batch (src/tracking/plain-batch.service.ts): events that need no stitching
 // and cause no delivery are stored by one statement outside a transaction.
 // It must store exactly what the transaction path (processBatch) stores, and
 // be chosen only when nothing else is needed.
@@ -68,12 +68,14 @@ describe('tracking: a plain batch is one statement that stores what the transact
         SELECT name, roaming_id, corex_id, received_at, body FROM events WHERE org_id = ${org} AND core_id = ${core} ORDER BY id`.execute(srv.deps.db)
     ).rows;
 
-  it('is chosen only for events without corex_id, of kinds identity does not record, for organisations that export no events', () => {
+  it('is chosen only for events without corex_id, for organisations that export no events', () => {
     const none = () => false;
     expect(isPlainBatch([event(1, 'a'), event(1, 'b', { name: 'categoryview' })], none)).to.equal(true);
     expect(isPlainBatch([event(1, 'a'), event(1, 'b', { corexId: 'cx' })], none), 'a corex_id may stitch').to.equal(false);
+    // the kinds identity records write their profile in the same statement (plain-batch-profile.test.ts)
     for (const name of ['productview', 'updatecart', 'checkout', 'buy'] as const) {
-      expect(isPlainBatch([event(1, 'a', { name })], none), name).to.equal(false);
+      expect(isPlainBatch([event(1, 'a', { name })], none), name).to.equal(true);
+      expect(isPlainBatch([event(1, 'a', { name, corexId: 'cx' })], none), name).to.equal(false);
     }
     expect(
       isPlainBatch([event(1, 'a'), event(2, 'b')], (o) => o === 2),

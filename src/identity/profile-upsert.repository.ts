@@ -1,0 +1,114 @@
+// Identity's profile writes as CTEs for the one-statement batch
+// (src/tracking/plain-batch.repository.ts): the persons' recent views and
+// cart, and the product URL catalogue, written in the statement that touches
+// the visitors and inserts the events. Each area builds its own part (as
+// visitors-upsert.repository.ts; docs/architecture.md says why).
+//
+// The person of a visitor must be its person under the visitor's row lock
+// (a merge committed by another batch after this statement's snapshot moves
+// it), which is what upsertVisitors reads in a statement after its upsert.
+// In one statement no read of `visitors` would do: it sees the statement's
+// snapshot, and its plan depends on the planner's view of the table
+// (BENCHMARKS.md, "Issue 24 steps"). So the person comes from RETURNING:
+// the visitors upsert (`touched`) returns the rows it inserted or rewrote,
+// and `held` rewrites, unchanged, the other visitors that have a mark —
+// rows `touched` has already locked, so no new lock is taken and the lock
+// order stays the upsert's — through ON CONFLICT, which works on the row's
+// latest version and returns its current person_id. An unchanged rewrite
+// keeps every indexed column, so PostgreSQL may make it a HOT update.
+//
+// The persons upsert and the products upsert are upsertProfiles' and
+// rememberProductUrls' (identity.repository.ts), with the per-person
+// accumulation Stitching does in memory (views most recent first, distinct,
+// at most 3; the last cart) done here, by `seq`, the events' order in the
+// batch (test/tracking/plain-batch.test.ts holds the two paths equal).
+import { sql } from 'kysely';
+import type { VisitorTouch } from './visitors-upsert.repository.ts';
+import type { ProductSighting } from './identity.repository.ts';
+import type { ProfileMark } from './recorded.rules.ts';
+
+/**
+ * The CTEs (each `name AS (…)`, comma-separated, no leading or trailing
+ * comma) that write a batch's marks and products. With marks, the statement
+ * must name its visitors upsert `touched` and end it with
+ * `RETURNING v.org_id, v.core_id, v.person_id`. `touches` are the batch's
+ * visitor touches (visitorTouches). Null when there is nothing to write.
+ */
+export function profileWrites(touches: readonly VisitorTouch[], marks: readonly ProfileMark[], products: readonly ProductSighting[]) {
+  const parts = [];
+  if (marks.length > 0) {
+    const marked = new Set(marks.map((m) => `${m.orgId}\u0000${m.coreId}`));
+    const held = JSON.stringify(
+      touches
+        .filter((t) => marked.has(`${t.orgId}\u0000${t.coreId}`))
+        .map((t) => ({ org_id: t.orgId, core_id: t.coreId, roaming_id: t.roamingId, first_seen: t.firstSeen, last_seen: t.lastSeen })),
+    );
+    const data = JSON.stringify(
+      marks.map((m) => ({
+        org_id: m.orgId,
+        core_id: m.coreId,
+        seq: m.seq,
+        url: m.view?.url ?? null,
+        view_at: m.view?.at ?? null,
+        product_id: m.cart?.productId ?? null,
+        cart_url: m.cart?.cartUrl ?? null,
+        cart_at: m.cart?.at ?? null,
+      })),
+    );
+    parts.push(sql`held AS (
+      INSERT INTO visitors AS v (org_id, core_id, roaming_id, first_seen, last_seen)
+      SELECT x.org_id, x.core_id, x.roaming_id, x.first_seen, x.last_seen
+      FROM jsonb_to_recordset(${held}::jsonb) AS x(org_id bigint, core_id text, roaming_id text, first_seen timestamptz, last_seen timestamptz)
+      WHERE x.org_id::text || '/' || x.core_id <> ALL (ARRAY(SELECT t.org_id::text || '/' || t.core_id FROM touched t))
+      ORDER BY x.org_id, x.core_id
+      ON CONFLICT (org_id, core_id) DO UPDATE SET last_seen = v.last_seen
+      RETURNING v.org_id, v.core_id, v.person_id
+    ),
+    marks AS (
+      SELECT p.org_id, p.person_id, m.seq, m.url, m.view_at, m.product_id, m.cart_url, m.cart_at
+      FROM jsonb_to_recordset(${data}::jsonb) AS m(
+        org_id bigint, core_id text, seq int, url text, view_at text, product_id bigint, cart_url text, cart_at timestamptz)
+      JOIN (SELECT org_id, core_id, person_id FROM touched UNION ALL SELECT org_id, core_id, person_id FROM held) p
+        ON p.org_id = m.org_id AND p.core_id = m.core_id
+    ),
+    views AS (
+      SELECT org_id, person_id, jsonb_agg(jsonb_build_object('url', url, 'at', view_at) ORDER BY seq DESC) AS last_view
+      FROM (
+        SELECT org_id, person_id, url, view_at, seq, row_number() OVER (PARTITION BY org_id, person_id ORDER BY seq DESC) AS n
+        FROM (
+          SELECT DISTINCT ON (org_id, person_id, url) org_id, person_id, url, view_at, seq
+          FROM marks WHERE url IS NOT NULL ORDER BY org_id, person_id, url, seq DESC
+        ) latest
+      ) ranked
+      WHERE n <= 3
+      GROUP BY org_id, person_id
+    ),
+    carts AS (
+      SELECT DISTINCT ON (org_id, person_id) org_id, person_id, product_id, cart_url, cart_at
+      FROM marks WHERE cart_at IS NOT NULL ORDER BY org_id, person_id, seq DESC
+    ),
+    profiled AS (
+      INSERT INTO persons AS p (org_id, id, last_view, last_cart_product_id, last_cart_url, last_cart_at)
+      SELECT k.org_id, k.person_id, COALESCE(w.last_view, '[]'::jsonb), c.product_id, c.cart_url, c.cart_at
+      FROM (SELECT DISTINCT org_id, person_id FROM marks) k
+      LEFT JOIN views w ON w.org_id = k.org_id AND w.person_id = k.person_id
+      LEFT JOIN carts c ON c.org_id = k.org_id AND c.person_id = k.person_id
+      ORDER BY k.org_id, k.person_id
+      ON CONFLICT (org_id, id) DO UPDATE SET
+        last_view = trackway_prepend_views(EXCLUDED.last_view, p.last_view),
+        last_cart_product_id = CASE WHEN EXCLUDED.last_cart_at IS NULL THEN p.last_cart_product_id ELSE EXCLUDED.last_cart_product_id END,
+        last_cart_url = CASE WHEN EXCLUDED.last_cart_at IS NULL THEN p.last_cart_url ELSE EXCLUDED.last_cart_url END,
+        last_cart_at = COALESCE(EXCLUDED.last_cart_at, p.last_cart_at)
+    )`);
+  }
+  if (products.length > 0) {
+    const data = JSON.stringify(products.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: r.at })));
+    parts.push(sql`catalogued AS (
+      INSERT INTO products AS p (org_id, product_id, url, seen_at)
+      SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(org_id bigint, product_id bigint, url text, seen_at timestamptz)
+      ON CONFLICT (org_id, product_id) DO UPDATE SET url = EXCLUDED.url, seen_at = EXCLUDED.seen_at
+      WHERE p.seen_at <= EXCLUDED.seen_at
+    )`);
+  }
+  return parts.length === 0 ? null : sql.join(parts, sql`,\n`);
+}
