@@ -136,11 +136,23 @@ const prefix = (groups: number[], n: number) =>
     .map((g) => g.toString(16))
     .join(':');
 
+/**
+ * The keys of the addresses seen lately: the limits ask for one request's key
+ * up to four times (checks, then charges), and a client sends many requests.
+ * A pure function's results, dropped whole when full (bounded memory).
+ */
+const recentKeys = new Map<string, string>();
+const RECENT_KEYS = 4096;
+
 /** The key a client address is counted under by the rate limits (tracking, login, registration): IPv4 as is, IPv6 by its /64. */
 export function clientAddressKey(ip: string): string {
+  let key = recentKeys.get(ip);
+  if (key !== undefined) return key;
   const p = parse(ip);
-  if (!p) return ip.trim().toLowerCase();
-  return p.v === 4 ? p.parts.join('.') : `${prefix(p.groups, 4)}::/64`;
+  key = !p ? ip.trim().toLowerCase() : p.v === 4 ? p.parts.join('.') : `${prefix(p.groups, 4)}::/64`;
+  if (recentKeys.size >= RECENT_KEYS) recentKeys.clear();
+  recentKeys.set(ip, key);
+  return key;
 }
 
 /** The /48 of an IPv6 address (a second, coarser key for new identities); undefined for IPv4. */
