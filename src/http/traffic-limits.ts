@@ -44,9 +44,9 @@ export interface TrafficLimits {
   ip(ip: string, cost?: number): void;
   /** Counts a request for this (existing) organisation; throws 429 when it is over the limit. */
   org(orgId: OrgId, cost?: number): void;
-  /** An identify of `identity` from this address: free when the identity was seen recently, else counted; throws 429 over the limit. */
+  /** An identify of `identity` (its identityKey) from this address: free when the identity was seen recently, else counted; throws 429 over the limit. */
   identify(ip: string, identity: string): void;
-  /** Records that `identity` was identified (after its commit), so repeating it is free for 30 minutes. */
+  /** Records that `identity` (its identityKey) was identified (after its commit), so repeating it is free for 30 minutes. */
   identified(identity: string): void;
   /** Whether ip(ip, cost) would pass now; charges and counts nothing (the admission checks before it charges). */
   allowsIp(ip: string, cost: number): boolean;
@@ -58,8 +58,12 @@ export interface TrafficLimits {
 
 const REPEAT_WINDOW_MS = 30 * 60_000;
 
-/** 128 bits of sha256: what the recent-identities set keeps per identity (bounded memory whatever the payload). */
-const digest = (identity: string) => createHash('sha256').update(identity).digest('base64url').slice(0, 22);
+/**
+ * 128 bits of sha256: what the recent-identities set keeps per identity
+ * (bounded memory whatever the payload). The identify methods below take
+ * this key, made once per request by the caller (not once per method).
+ */
+export const identityKey = (identity: string): string => createHash('sha256').update(identity).digest('base64url').slice(0, 22);
 
 export function createTrafficLimits(
   area: Area,
@@ -93,7 +97,7 @@ export function createTrafficLimits(
       if (byOrg) check(byOrg.hit(String(orgId), cost), 'org_rate_limited', 'requests for this organisation');
     },
     identify(ip, identity) {
-      if (!seen || seen.has(digest(identity))) return;
+      if (!seen || seen.has(identity)) return;
       const net = networkKey(ip);
       // the /48's budget first, without charging the address's when it refuses
       if (networks && net !== undefined && !networks.allows(net))
@@ -102,7 +106,7 @@ export function createTrafficLimits(
       if (networks && net !== undefined) networks.hit(net);
     },
     identified(identity) {
-      seen?.add(digest(identity));
+      seen?.add(identity);
     },
     allowsIp(ip, cost) {
       return !byIp || byIp.allows(clientAddressKey(ip), cost);
@@ -111,7 +115,7 @@ export function createTrafficLimits(
       return !byOrg || byOrg.allows(String(orgId), cost);
     },
     allowsIdentify(ip, identity) {
-      return !seen || seen.has(digest(identity)) || identifyAdmitted(ip);
+      return !seen || seen.has(identity) || identifyAdmitted(ip);
     },
   };
 }

@@ -17,7 +17,6 @@ import {
   identifyContacts,
   identifyContactsTogether,
   type IdentifiedContact,
-  type IdentifyRow,
   lockPersons,
   mergePersons,
   personProfile,
@@ -29,6 +28,7 @@ import {
   upsertVisitors,
   type VisitorTouch,
 } from './identity.repository.ts';
+import { type IdentifyAhead, upsertVisitorsIdentifying } from './identify-upsert.repository.ts';
 import { mergeProfiles, type Recent, recentActivity } from './profile.service.ts';
 import { type ProfileEvent, recordedBy } from './recorded.rules.ts';
 import type { IdentifyClaim } from './verification.rules.ts';
@@ -47,6 +47,9 @@ export type Sighting = {
   location: Location | null;
   policy: { identityVerification: 'optional' | 'required' };
 } & ({ kind: 'event'; corexId: string | null } | { kind: 'identify'; claim: { name: string | null } });
+
+/** An identify seen in the batch, with what it links. */
+type BatchSighting = Sighting & Identification;
 
 /** An identify: the contacts to link to the visitor's person. */
 export interface Identification {
@@ -116,6 +119,8 @@ export class Stitching {
   private readonly written = new Map<string, IdentifiedContact[]>();
   /** contacts created by identifyTogether whose identify the batch has not reached yet: hidden from contacts() until then */
   private readonly pending = new Map<number, Set<string>>();
+  /** the batch's lone identifies per organisation (alone()) */
+  private aloneByOrg: Map<OrgId, IdentifyAhead[]> | undefined;
 
   constructor(private readonly tx: Executor) {}
 
@@ -124,8 +129,13 @@ export class Stitching {
    * non-null corex_id into one person (not under `required`: see above).
    * `alongside` (the batch's events insert) travels in the same statement.
    */
-  async touchVisitors(items: readonly Sighting[], alongside?: RawBuilder<unknown>): Promise<void> {
-    const touched = await upsertVisitors(this.tx, visitorTouches(items), alongside);
+  async touchVisitors(items: readonly (Extract<Sighting, { kind: 'event' }> | BatchSighting)[], alongside?: RawBuilder<unknown>): Promise<void> {
+    const touches = visitorTouches(items);
+    // without a corex_id nothing is stitched below: one organisation's lone identifies go with the upsert (identify-upsert.repository.ts)
+    const ahead = touches.every((t) => t.corexId === null) ? this.largestAlone(items) : undefined;
+    const done = ahead && (await upsertVisitorsIdentifying(this.tx, touches, ahead.orgId, ahead.rows, alongside));
+    if (ahead && done) this.wrote(ahead.orgId, done.contacts);
+    const touched = done ? done.visitors : await upsertVisitors(this.tx, touches, alongside);
     for (const v of touched) {
       this.personOf.set(key(v.org_id, v.core_id), v.person_id);
       this.corexOf.set(key(v.org_id, v.core_id), v.corex_id);
@@ -191,7 +201,9 @@ export class Stitching {
   /**
    * Writes, ahead of the batch's order, the identifies whose visitor and
    * contacts meet no other identify of the batch: one statement per
-   * organisation for all of them (with at least two), instead of one each.
+   * organisation for all of them (with at least two), instead of one each;
+   * in a batch without a corex_id, one organisation's (any number) went with
+   * the visitors upsert already (touchVisitors).
    * What they write is what their own statements would have written: new
    * contacts go to the visitor's person (a merge before the identify's turn
    * moves them along), a known contact keeps its person, and the merges it
@@ -201,15 +213,25 @@ export class Stitching {
    * that meet) take identify()'s one statement each, in order.
    */
   async identifyTogether(items: readonly ({ kind: 'event' } | ({ kind: 'identify' } & Identification))[]): Promise<void> {
+    for (const [orgId, rows] of this.alone(items)) {
+      // fewer than two: identify()'s own statement is as many; an organisation written with the upsert is done
+      if (rows.length < 2 || this.pending.has(orgId)) continue;
+      const withPerson = rows.map((r) => ({ ...r, person: this.personOfVisitor(orgId, r.coreId) }));
+      this.wrote(orgId, await identifyContactsTogether(this.tx, orgId, withPerson));
+    }
+  }
+
+  /** The identifies with contacts whose visitor and contacts meet no other identify of the batch, per organisation (once per batch). */
+  private alone(items: readonly ({ kind: 'event' } | ({ kind: 'identify' } & Identification))[]): Map<OrgId, IdentifyAhead[]> {
+    if (this.aloneByOrg) return this.aloneByOrg;
+    const byOrg = (this.aloneByOrg = new Map<OrgId, IdentifyAhead[]>());
     const identifies = items.filter((it): it is { kind: 'identify' } & Identification => it.kind === 'identify');
-    if (identifies.length < 2) return;
     const seen = new Map<string, number>();
     const count = (k: string) => seen.set(k, (seen.get(k) ?? 0) + 1);
     for (const it of identifies) {
       count(`v${key(it.orgId, it.coreId)}`);
       for (const c of it.claim.contacts) count(`c${key(it.orgId, `${c.type}:${c.value}`)}`);
     }
-    const byOrg = new Map<OrgId, IdentifyRow[]>();
     for (const it of identifies) {
       const { contacts } = it.claim;
       if (contacts.length === 0) continue;
@@ -217,17 +239,28 @@ export class Stitching {
       if (contacts.some((c) => seen.get(`c${key(it.orgId, `${c.type}:${c.value}`)}`) !== 1)) continue;
       let rows = byOrg.get(it.orgId);
       if (!rows) byOrg.set(it.orgId, (rows = []));
-      rows.push({ coreId: it.coreId, person: this.personOfVisitor(it.orgId, it.coreId), contacts });
+      rows.push({ coreId: it.coreId, contacts });
     }
-    for (const [orgId, rows] of byOrg) {
-      if (rows.length < 2) continue;
-      const hidden = new Set<string>();
-      for (const [coreId, contacts] of await identifyContactsTogether(this.tx, orgId, rows)) {
-        this.written.set(key(orgId, coreId), contacts);
-        for (const c of contacts) if (c.created) hidden.add(`${c.type}:${c.value}`);
-      }
-      this.pending.set(orgId, hidden);
+    return byOrg;
+  }
+
+  /** The organisation with the most lone identifies (any number, one included), to go with the upsert. */
+  private largestAlone(items: readonly ({ kind: 'event' } | ({ kind: 'identify' } & Identification))[]) {
+    let best: { orgId: OrgId; rows: IdentifyAhead[] } | undefined;
+    for (const [orgId, rows] of this.alone(items)) {
+      if (!best || rows.length > best.rows.length) best = { orgId, rows };
     }
+    return best;
+  }
+
+  /** Keeps what identifies written ahead of the batch's order returned, and hides the contacts they created until their turn. */
+  private wrote(orgId: OrgId, byVisitor: Map<string, (IdentifiedContact & { created: boolean })[]>): void {
+    const hidden = new Set<string>();
+    for (const [coreId, contacts] of byVisitor) {
+      this.written.set(key(orgId, coreId), contacts);
+      for (const c of contacts) if (c.created) hidden.add(`${c.type}:${c.value}`);
+    }
+    this.pending.set(orgId, hidden);
   }
 
   /**

@@ -23,7 +23,7 @@
 //   committed (an identify's identity is then free to repeat for a while).
 import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
-import { requestCost, type TrafficLimits } from '../http/traffic-limits.ts';
+import { identityKey, requestCost, type TrafficLimits } from '../http/traffic-limits.ts';
 import { type IdentifyClaim, verifyIdentify } from '../identity/verification.rules.ts';
 import type { OrganisationPolicy } from '../platform/organisation-directory.service.ts';
 import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.rules.ts';
@@ -63,7 +63,7 @@ export class Admission {
   readonly cost: number;
   /** the organisation's policy (read before the checks that need it) */
   policy: OrganisationPolicy | undefined = undefined;
-  /** identify: the decoded payload (validation), what it links (verification) and its identity (its budget) */
+  /** identify: the decoded payload (validation), what it links (verification) and its identity (its budget: an identityKey) */
   payload: IdentifyPayload | undefined = undefined;
   claim: IdentifyClaim | undefined = undefined;
   identity: string | undefined = undefined;
@@ -156,7 +156,7 @@ const CHECKS: readonly Check[] = [
         return false;
       }
       // a new identity spends the address's identify budget; repeating one is free
-      a.identity = `${a.ids.org_id}\u0000${a.ids.core_id}\u0000${a.ids.payload}`;
+      a.identity = identityKey(`${a.ids.org_id}\u0000${a.ids.core_id}\u0000${a.ids.payload}`);
       return true;
     },
     refuse: rethrow,

@@ -13,7 +13,7 @@ import { type Account, newAccount, newMerchant, newWebhook, unique } from '../su
 import { startTestServer, type TestServer } from '../support/harness.ts';
 
 type Step = { visitor: string } & (
-  { event: 'productview' | 'view'; product?: number } | { identify: { email?: string; phone?: string; name?: string } }
+  { event: 'productview' | 'view'; product?: number; corex?: string } | { identify: { email?: string; phone?: string; name?: string } }
 );
 
 describe('identity: identifies written together give what one by one gives', () => {
@@ -24,12 +24,16 @@ describe('identity: identifies written together give what one by one gives', () 
   let recording = false;
   let inserts = 0;
   let contactReads = 0;
+  /** every statement sent while recording, with its client */
+  let sent: { client: pg.Client; text: string }[] = [];
+  const texts = () => sent.map((x) => x.text);
   const original = pg.Client.prototype.query;
   before(async () => {
     // before any connection is made: the pool's clients bind query when they connect
     pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
       const first = args[0] as string | { text?: string };
       const text = typeof first === 'string' ? first : first?.text;
+      if (recording && typeof text === 'string') sent.push({ client: this, text });
       if (recording && typeof text === 'string' && /insert into contacts/i.test(text)) inserts++;
       if (recording && typeof text === 'string' && /^select\b[\s\S]*\bfrom "contacts"/i.test(text)) contactReads++;
       return (original as (...a: unknown[]) => unknown).apply(this, args);
@@ -65,7 +69,7 @@ describe('identity: identifies written together give what one by one gives', () 
         st.event === 'productview'
           ? { product_id: st.product, price: 1, product_url: `https://${s.domain}/p/${st.product}` }
           : { page: `https://${s.domain}/` };
-      return { ...base, kind: 'event', corexId: null, name: st.event, body };
+      return { ...base, kind: 'event', corexId: st.corex === undefined ? null : `${run}-${st.corex}`, name: st.event, body };
     });
   }
 
@@ -105,6 +109,7 @@ describe('identity: identifies written together give what one by one gives', () 
   /** Statements inserting contacts sent while `fn` runs (counted by the hook on pg's client installed in before()). */
   async function contactInserts(fn: () => Promise<void>): Promise<number> {
     inserts = 0;
+    sent = [];
     recording = true;
     try {
       await fn();
@@ -225,4 +230,84 @@ describe('identity: identifies written together give what one by one gives', () 
       ]);
     }
   });
+
+  it('lone identifies go with the visitors upsert when the batch brings no corex_id, and give what one by one gives', async () => {
+    const run = unique('t');
+    const before: Step[] = [{ visitor: 'k', identify: { email: 'known@example.com' } }];
+    // one lone identify between an export of its visitor before and after it; a known contact (a merge at its turn)
+    const one: Step[] = [
+      { visitor: 'v1', event: 'view' },
+      { visitor: 'v1', identify: { email: 'new@example.com', name: 'One' } },
+      { visitor: 'v1', event: 'view' },
+    ];
+    const two: Step[] = [
+      { visitor: 'v2', event: 'productview', product: 3 },
+      { visitor: 'v3', identify: { email: 'known@example.com', phone: '+44 20 7946 0001' } },
+      { visitor: 'v2', identify: { email: 'two@example.com' } },
+      { visitor: 'v3', event: 'view' },
+    ];
+    // with a corex_id the upsert may stitch persons: the identifies take their own statement after it
+    const corex: Step[] = [
+      { visitor: 'v4', event: 'view', corex: 'c4' },
+      { visitor: 'v5', identify: { email: 'five@example.com' } },
+      { visitor: 'v6', identify: { email: 'six@example.com' } },
+    ];
+    const together = await shop();
+    const alone = await shop();
+    for (const s of [together, alone]) for (const it of items(s, run, before)) await batch([it]);
+    const upsertWithContacts = (t: string) => /insert into visitors/i.test(t) && /insert into contacts/i.test(t);
+    for (const steps of [one, two]) {
+      expect(await contactInserts(() => batch(items(together, run, steps)))).to.equal(1);
+      expect(texts().filter(upsertWithContacts)).to.have.length(1);
+    }
+    expect(await contactInserts(() => batch(items(together, run, corex)))).to.equal(1);
+    expect(texts().filter(upsertWithContacts)).to.have.length(0);
+    for (const it of items(alone, run, [...one, ...two, ...corex])) await batch([it]);
+
+    const [got, want] = [await state(together), await state(alone)];
+    expect(got).to.deep.equal(want);
+    expect(got.persons).to.deep.include([`${run}-k`, `${run}-v3`]);
+    expect(got.names).to.deep.include([`${run}-v1`, 'One']);
+    const exports = got.deliveries.filter(([kind]) => kind === 'event').map(([, b]) => b as { contact?: string; visitor: { core_id: string } });
+    // v1's view before its identify has no contact to go to (the one written ahead is hidden), the one after it has
+    expect(exports.filter((b) => b.visitor.core_id === `${run}-v1`).map((b) => b.contact)).to.deep.equal(['new@example.com']);
+  });
+
+  it('a batch of lone identifies without exports is one statement between BEGIN and COMMIT', async () => {
+    const run = unique('t');
+    const { id: org } = (await newMerchant(srv, account)).organisation;
+    const policy = (await srv.deps.organisations.policy(org))!;
+    const s = { org, domain: '', policy };
+    // the organisation's caches filled (targets, policy)
+    await batch(items(s, run, [{ visitor: 'w', event: 'view' }]));
+    const steps: Step[] = [
+      { visitor: 'v1', identify: { email: 'one@example.com', name: 'One' } },
+      { visitor: 'v2', identify: { email: 'two@example.com', phone: '+44 20 7946 0002' } },
+      { visitor: 'v3', event: 'view' },
+    ];
+    await contactInserts(() => batch(items(s, run, steps)));
+    // the statements of the batch's connection (the one that began its transaction)
+    const client = sent.find((x) => x.text === 'begin')?.client;
+    const ofBatch = sent.filter((x) => x.client === client).map((x) => (upsertLike(x.text) ? 'upsert' : x.text));
+    expect(ofBatch).to.deep.equal(['begin', 'upsert', 'commit']);
+    const st = await state(s);
+    expect(st.contacts).to.have.deep.members([
+      ['EMAIL', 'one@example.com', [`${run}-v1`]],
+      ['PHONE', '+442079460002', [`${run}-v2`]],
+      ['EMAIL', 'two@example.com', [`${run}-v2`]],
+    ]);
+    expect(st.links).to.deep.equal([
+      [`${run}-v1`, 'EMAIL:one@example.com', false],
+      [`${run}-v2`, 'EMAIL:two@example.com', false],
+      [`${run}-v2`, 'PHONE:+442079460002', false],
+    ]);
+    expect(st.names).to.deep.equal([
+      [`${run}-v1`, 'One'],
+      [`${run}-v2`, null],
+      [`${run}-v3`, null],
+      [`${run}-w`, null],
+    ]);
+  });
 });
+
+const upsertLike = (t: string) => /insert into visitors/i.test(t) && /insert into contacts/i.test(t) && /insert into visitor_contacts/i.test(t);

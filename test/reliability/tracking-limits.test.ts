@@ -10,7 +10,7 @@
 import { expect } from 'chai';
 import { DEFAULT_TRACKING_LIMITS, loadConfig } from '../../src/config.ts';
 import { BODY_LIMITS } from '../../src/http/app.ts';
-import { type RefusalReason, createTrafficLimits, requestCost } from '../../src/http/traffic-limits.ts';
+import { type RefusalReason, createTrafficLimits, identityKey, requestCost } from '../../src/http/traffic-limits.ts';
 import { type Merchant, newAccount, newMerchant, newWebhook } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { b64url } from '../support/payload.ts';
@@ -301,14 +301,14 @@ describe('tracking limits in simulated time (the defaults, the same limiter code
       if (rnd() < 0.15) send(requestCost(1200));
       if (!s.identified && now >= s.identifiesAt) {
         send();
-        limits.identify(NAT, `1\u0000s${s.id}\u0000email`);
-        limits.identified(`1\u0000s${s.id}\u0000email`);
+        limits.identify(NAT, identityKey(`1\u0000s${s.id}\u0000email`));
+        limits.identified(identityKey(`1\u0000s${s.id}\u0000email`));
         s.identified = true;
         identities++;
       } else if (s.identified && s.everyPage) {
         send();
-        limits.identify(NAT, `1\u0000s${s.id}\u0000email`);
-        limits.identified(`1\u0000s${s.id}\u0000email`);
+        limits.identify(NAT, identityKey(`1\u0000s${s.id}\u0000email`));
+        limits.identified(identityKey(`1\u0000s${s.id}\u0000email`));
       }
       thisMinute += requests - before;
       // the next page 4 to 16 seconds later (a very active shopper: ~6 pages a minute)
