@@ -111,23 +111,71 @@ export function postmasterOf(backendPid: number): number | undefined {
   return parent && parent.comm === 'postgres' ? parent.pid : undefined;
 }
 
-/** A running peak of a tree's RSS, sampled on an interval while started. */
+/**
+ * What a process of the service is, for the RSS report: `primary` (the root),
+ * `worker N` (a node:cluster worker, by the NODE_UNIQUE_ID cluster gives it:
+ * the slot number while no worker was restarted; worker 1 runs the dispatcher
+ * and the periodic jobs), else its comm.
+ */
+export function processRole(p: ProcStat, root: number): string {
+  if (p.pid === root) return 'primary';
+  try {
+    const env = fs.readFileSync(`/proc/${p.pid}/environ`, 'latin1').split('\0');
+    const id = env.find((e) => e.startsWith('NODE_UNIQUE_ID='))?.slice('NODE_UNIQUE_ID='.length);
+    if (id) return `worker ${id}`;
+  } catch {
+    // gone, or not ours to read
+  }
+  return p.comm;
+}
+
+/**
+ * A running peak of a tree's RSS, sampled on an interval while started; also
+ * each process role's peak per `scenario` (set by the caller before each
+ * scenario's rounds). RSS seldom shrinks: a process keeps what an earlier
+ * scenario grew it to, so a scenario's peak is its own only when it ran first
+ * (or alone, `--only`).
+ */
 export class RssPeak {
   sumMb = 0;
   maxMb = 0;
   processes = 0;
+  /** the scenario being measured */
+  scenario = '';
+  /** scenario → role → peak RSS, MB */
+  readonly byScenario = new Map<string, Map<string, number>>();
+  private readonly roles = new Map<number, string>();
   private timer: NodeJS.Timeout | undefined;
   constructor(
     private readonly root: number,
     private readonly opts: TreeOptions = {},
   ) {}
   sample(): void {
-    const r = treeRss(this.root, this.opts);
-    if (r.sumMb > this.sumMb) {
-      this.sumMb = r.sumMb;
-      this.processes = r.processes;
+    const tree = processTree(this.root, this.opts);
+    let peaks = this.byScenario.get(this.scenario);
+    if (!peaks) this.byScenario.set(this.scenario, (peaks = new Map()));
+    let sum = 0;
+    for (const p of tree) {
+      const mb = p.rssBytes / 2 ** 20;
+      sum += mb;
+      this.maxMb = Math.max(this.maxMb, mb);
+      let role = this.roles.get(p.pid);
+      if (role === undefined) this.roles.set(p.pid, (role = processRole(p, this.root)));
+      peaks.set(role, Math.max(peaks.get(role) ?? 0, mb));
     }
-    this.maxMb = Math.max(this.maxMb, r.maxMb);
+    if (sum > this.sumMb) {
+      this.sumMb = sum;
+      this.processes = tree.length;
+    }
+  }
+  /** scenario → role → peak MB, roles in order (primary, worker 1, worker 2, …) */
+  peaksByScenario(): Record<string, Record<string, number>> {
+    const out: Record<string, Record<string, number>> = {};
+    for (const [scenario, peaks] of this.byScenario) {
+      const roles = [...peaks].sort(([a], [b]) => (a === 'primary' ? -1 : b === 'primary' ? 1 : a.localeCompare(b, 'en', { numeric: true })));
+      out[scenario || '(unnamed)'] = Object.fromEntries(roles.map(([r, mb]) => [r, Math.round(mb)]));
+    }
+    return out;
   }
   start(everyMs = 250): void {
     this.sample();

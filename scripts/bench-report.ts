@@ -68,11 +68,21 @@ export interface RssReport {
   peak_sum_mb: number;
   peak_largest_process_mb: number;
   processes: number;
+  /** scenario → process role (primary, worker N) → peak RSS in MB during that scenario's service rounds */
+  by_scenario?: Record<string, Record<string, number>>;
 }
 
 export function rssLine(r: RssReport): string {
-  return (
+  const line =
     `service peak RSS during its rounds: **${int(r.peak_sum_mb)} MB** summed over ${r.processes} process${r.processes === 1 ? '' : 'es'}, ` +
-    `largest single process ${int(r.peak_largest_process_mb)} MB (idle after start: ${int(r.idle_sum_mb)} MB)`
+    `largest single process ${int(r.peak_largest_process_mb)} MB (idle after start: ${int(r.idle_sum_mb)} MB)`;
+  const scenarios = Object.entries(r.by_scenario ?? {});
+  if (scenarios.length === 0) return line;
+  const each = scenarios.map(
+    ([s, roles]) =>
+      `${s}: ${Object.entries(roles)
+        .map(([role, mb]) => `${role} ${int(mb)}`)
+        .join(', ')}`,
   );
+  return `${line}\npeak RSS per scenario, MB (a process keeps what earlier scenarios grew it to): ${each.join('; ')}`;
 }

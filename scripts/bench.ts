@@ -223,6 +223,7 @@ async function main(): Promise<string> {
     children.push(second.child);
     const o2 = await organisation(second.base, 'shop@bench.example', 'bench-shop.example');
     const walStored = opts.walEvents > 0 ? await openWalProbe(storedDb.url) : undefined;
+    serviceRss.scenario = 'stored';
     stored = await benchStored({
       refs: { bare, limit },
       empty: { server: service, databaseUrl: dbUrl, org, scenarios, wal },
@@ -239,6 +240,7 @@ async function main(): Promise<string> {
   } else {
     for (const key of ingestKeys) {
       const sc = scenarios.get(key)!;
+      serviceRss.scenario = key;
       results.push(await compare(servers, sc, cfg));
       if (wal && sc.limit) {
         const targets = [
@@ -254,6 +256,7 @@ async function main(): Promise<string> {
   if (ONLY.has('mixed')) {
     const domain = 'mixed-shop.example';
     const m = await organisation(service.base, 'mixed@bench.example', domain);
+    serviceRss.scenario = 'mixed';
     mixed = await benchMixed({
       servers,
       cfg,
@@ -279,6 +282,7 @@ async function main(): Promise<string> {
   const { n: concurrency, from } = dispatcherConcurrency(serviceEnv);
   if (ONLY.has('dispatch')) {
     log(`\n== dispatch (local keep-alive receiver; got loop at ${concurrency} in flight, from ${from})`);
+    serviceRss.scenario = 'dispatch';
     dispatch = await benchDispatch({
       serviceBase: service.base,
       servicePid: service.pid,
@@ -309,6 +313,7 @@ async function main(): Promise<string> {
     peak_sum_mb: Math.round(serviceRss.sumMb),
     peak_largest_process_mb: Math.round(serviceRss.maxMb),
     processes: serviceRss.processes,
+    by_scenario: serviceRss.peaksByScenario(),
   };
 
   const summary = {
@@ -345,6 +350,8 @@ async function main(): Promise<string> {
     limit_batches: { ...limitStats, rows_per_batch: limitStats.batches ? Number((limitStats.rows / limitStats.batches).toFixed(1)) : 0 },
     service_ingest_metrics: { batch_size: pick('trackway_ingest_batch_size'), commit_seconds: pick('trackway_ingest_commit_seconds') },
     service_dispatch_metrics: { statement_rows: pick('trackway_webhook_statement_rows') },
+    /** V8 garbage-collection pauses over the whole run, summed over the service's workers, by kind (prom-client's default metric) */
+    service_gc: pick('trackway_nodejs_gc_duration_seconds'),
   };
   const file = path.join(resultsDir, `bench-${summary.when.replace(/[:.]/g, '-')}.json`);
   fs.writeFileSync(file, JSON.stringify(summary, null, 2) + '\n');
@@ -352,6 +359,7 @@ async function main(): Promise<string> {
   log(`\ningest batches (service): ${summary.service_ingest_metrics.batch_size}`);
   log(`ingest commits (service): ${summary.service_ingest_metrics.commit_seconds}`);
   if (dispatch) log(`dispatch statements (service, deliveries per statement): ${summary.service_dispatch_metrics.statement_rows}`);
+  log(`GC pauses (service, whole run): ${summary.service_gc}`);
   log(`limit server: ${limitStats.rows} rows in ${limitStats.batches} transactions (${summary.limit_batches.rows_per_batch} per batch)`);
   const out: string[] = [
     '',

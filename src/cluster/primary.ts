@@ -22,6 +22,7 @@ import type { ServeOptions } from '../server.ts';
 import { MetricsAggregator } from './cluster-metrics.ts';
 import { type HelloMessage, isMessage, type ReadyMessage, type StartMessage } from './messages.ts';
 import { workerPoolSize } from './pool-size.ts';
+import { workerExecArgv } from './worker-flags.ts';
 import { GeoIpError, prepareGeoRanges } from '../geo/geo.service.ts';
 
 /** a worker that dies is started again after this, doubled for each quick death in a row, up to RESTART_MAX_MS */
@@ -191,6 +192,7 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv) });
   for (const slot of slots) fork(slot);
   try {
     await started;

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { ConfigError } from '../../src/config.ts';
 import { defaultWorkers, workerPoolSize } from '../../src/cluster/pool-size.ts';
+import { WORKER_V8_FLAGS, workerExecArgv } from '../../src/cluster/worker-flags.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { runningPostmaster, startEmbedded } from '../../src/db/embedded.ts';
 import { freePort } from '../reliability/child.ts';
@@ -120,6 +121,13 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     expect(() => workerPoolSize(100, 16)).to.throw(ConfigError, /max_connections \(100\) leaves 2 connections per worker/);
   });
 
+  it('gives the workers a tighter old generation, unless the command line sets the flag itself', () => {
+    expect(WORKER_V8_FLAGS).to.deep.equal(['--heap-growing-percent=100']);
+    expect(workerExecArgv(['--import', 'tsx'])).to.deep.equal(['--import', 'tsx', '--heap-growing-percent=100']);
+    expect(workerExecArgv(['--heap-growing-percent=40'])).to.deep.equal(['--heap-growing-percent=40']);
+    expect(workerExecArgv(['--heap_growing_percent=0'])).to.deep.equal(['--heap_growing_percent=0']);
+  });
+
   it('refuses a --workers that is not a whole number from 1 to 64', async () => {
     for (const bad of ['0', '65', '1.5']) {
       const child = start(['--workers', bad]);
@@ -145,6 +153,9 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     pids = [Number(m![1]), Number(m![2])];
     expect(pids[0]).to.not.equal(pids[1]);
     expect(pids).to.not.include(server.pid);
+    const argv = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    for (const pid of pids) expect(argv(pid), `worker ${pid}'s command line`).to.include('--heap-growing-percent=100');
+    expect(argv(server.pid!), 'the primary’s command line').to.not.include('--heap-growing-percent=100');
 
     // the database the primary started, as the CLI would find it
     const info = JSON.parse(fs.readFileSync(path.join(dataDir, 'postgres.json'), 'utf8')) as {
