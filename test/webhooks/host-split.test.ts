@@ -7,8 +7,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import type { ClaimedDelivery } from '../../src/webhooks/claims.repository.ts';
 import { Dispatcher } from '../../src/webhooks/dispatcher.worker.ts';
-import { DEFAULT_SHARE } from '../../src/webhooks/fair-share.rules.ts';
+import { DEFAULT_SHARE, FairShare } from '../../src/webhooks/fair-share.rules.ts';
 import { dispatchersFor, partOf, splitCaps } from '../../src/webhooks/host-split.rules.ts';
 import { laneLimit, newLane } from '../../src/webhooks/lanes.rules.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
@@ -54,6 +55,24 @@ describe('dispatchers splitting a host’s caps', function () {
     expect(limits[4_000]).to.deep.equal([2, 2]);
     expect(limits[9_000]).to.deep.equal([1, 0]);
     expect(limits[29_000]).to.deep.equal([1, 0]);
+  });
+
+  it('leaves a slow endpoint to the dispatcher whose part it is: the other gives it no room and does not claim again for it', () => {
+    const org = 1 as OrgId;
+    const row = { org_id: org, id: 1, integration_id: 5, http_timeout: 30 } as ClaimedDelivery;
+    const [first, second] = [0, 1].map((i) => new FairShare(splitCaps(DEFAULT_SHARE, i, 2)));
+    for (const share of [first!, second!]) {
+      const job = share.add(row, Date.now() + 60_000, false);
+      expect(share.next(job.lane)).to.equal(job);
+      share.finished(job, 29_000); // the endpoint answered after 29 s
+      job.lane.more = true; // and had more due
+      share.refresh();
+    }
+    const lanes = [first!, second!].map((s) => s.integrationRooms(org));
+    // the host's one request in flight is the first dispatcher's; the second holds and claims none
+    expect(lanes).to.deep.equal([[{ id: 5, room: 1 }], [{ id: 5, room: 0 }]]);
+    expect(first!.anyClaimable()).to.equal(true);
+    expect(second!.anyClaimable(), 'a claim round that can take nothing is not repeated at once').to.equal(false);
   });
 
   it('runs no more dispatchers than the smallest cap, so that no part is 0', () => {
