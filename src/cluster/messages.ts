@@ -14,8 +14,10 @@ export interface StartMessage {
   worker: number;
   databaseUrl: string;
   poolSize: number;
-  /** a webhook dispatcher runs here (workers 1..WEBHOOK_DISPATCH_WORKERS, default worker 1, unless --no-dispatcher) */
+  /** a webhook dispatcher runs here (workers 1..k: WEBHOOK_DISPATCH_WORKERS, default every worker, unless --no-dispatcher) */
   dispatcher: boolean;
+  /** k: the host's dispatchers, which split its caps (src/webhooks/host-split.rules.ts) */
+  dispatchers: number;
   /** the periodic jobs run here: partition maintenance, the webhook backlog counter (worker 1) */
   jobs: boolean;
 }

@@ -24,6 +24,7 @@ import { type HelloMessage, isMessage, type ReadyMessage, type StartMessage } fr
 import { workerPoolSize } from './pool-size.ts';
 import { workerExecArgv } from './worker-flags.ts';
 import { GeoIpError, prepareGeoRanges } from '../geo/geo.service.ts';
+import { dispatchersFor } from '../webhooks/host-split.rules.ts';
 
 /** a worker that dies is started again after this, doubled for each quick death in a row, up to RESTART_MAX_MS */
 const RESTART_MIN_MS = 500;
@@ -34,7 +35,7 @@ const STABLE_MS = 30_000;
 const STOP_TIMEOUT_MS = 30_000;
 
 interface Slot {
-  /** 1..N: workers 1..WEBHOOK_DISPATCH_WORKERS (default 1) run a dispatcher, worker 1 the periodic jobs; a restarted worker keeps its number */
+  /** 1..N: workers 1..k (WEBHOOK_DISPATCH_WORKERS, default all) run a dispatcher, worker 1 the periodic jobs; a restarted worker keeps its number */
   n: number;
   worker: Worker | undefined;
   ready: boolean;
@@ -83,7 +84,8 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
   }
   const where = location.embedded ? `embedded PostgreSQL in ${config.dataDir}` : 'DATABASE_URL';
 
-  const dispatchers = opts.dispatcher ? Math.min(workers, config.webhookDispatchWorkers ?? workers) : 0;
+  // the k dispatchers split the host's caps (host-split.rules.ts), so that WEBHOOK_CONCURRENCY holds per host
+  const dispatchers = opts.dispatcher ? dispatchersFor(workers, config.webhookDispatchWorkers, config.webhookShare) : 0;
   const slots: Slot[] = Array.from({ length: workers }, (_, i) => ({
     n: i + 1,
     worker: undefined,
@@ -121,6 +123,7 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
           poolSize,
           // concurrent dispatchers are safe: a claim is a lease (claims.repository.ts)
           dispatcher: opts.dispatcher && slot.n <= dispatchers,
+          dispatchers,
           jobs: slot.n === 1,
         };
         worker.send(start);

@@ -1,7 +1,7 @@
 // A worker of `trackway serve --workers N` (node:cluster): the whole app
 // (HTTP on the shared port, its own pool and ingest queue, its caches) on
-// the database the primary located and migrated. Worker 1 also runs the
-// webhook dispatcher and the periodic jobs. The primary tells it what to run
+// the database the primary located and migrated. Workers 1..k also run a
+// webhook dispatcher each (their parts of the host's caps), worker 1 the periodic jobs. The primary tells it what to run
 // (messages.ts) and when to stop (SIGTERM); a terminal's Ctrl-C, which
 // reaches the whole process group, is left to the primary. If the primary
 // dies, node ends the worker at once (its IPC channel closes): nothing it
@@ -64,6 +64,7 @@ export async function runWorker(config: Config, baseLog: Logger, opts: ServeOpti
     running = await startOnDatabase(config, handle, log, {
       ...opts,
       dispatcher: start.dispatcher,
+      dispatcherOptions: { ...opts.dispatcherOptions, split: { index: start.worker - 1, count: start.dispatchers } },
       jobs: start.jobs,
       bootstrap: false,
       worker: start.worker,

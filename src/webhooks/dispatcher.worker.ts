@@ -3,10 +3,10 @@
 // fallback), fairly between organisations and integrations and never more
 // than each one's share (fair-share.rules.ts, claim-round.service.ts, claims.repository.ts),
 // sends them with at most `perIntegration` requests in flight per integration
-// (fewer to a slow endpoint), and writes the outcomes back in batches, which
-// also move each endpoint's circuit breaker on (circuit-breaker.rules.ts): a paused
-// endpoint's deliveries are not claimed, and one failing for
-// WEBHOOK_DISABLE_AFTER is disabled (auto-disable.service.ts). It owns no state that a
+// (fewer to a slow endpoint; its part of them when one of a host's k, host-split.rules.ts),
+// and writes the outcomes back in batches, which also move each endpoint's circuit
+// breaker on (circuit-breaker.rules.ts): a paused endpoint's deliveries are not
+// claimed, and one failing for WEBHOOK_DISABLE_AFTER is disabled. It owns no state that a
 // crash could lose: a claim is a lease in the database, and an attempt whose
 // outcome was never written is made again once the lease expires.
 import { setMaxListeners } from 'node:events';
@@ -18,6 +18,7 @@ import { type ClaimedDelivery, releaseClaims } from './claims.repository.ts';
 import { CompletionWriter } from './completions.worker.ts';
 import { type CredentialCache, createCredentialCache } from './credentials.service.ts';
 import { DEFAULT_SHARE, FairShare, type Job, type Lane } from './fair-share.rules.ts';
+import { splitCaps } from './host-split.rules.ts';
 import { type WebhookMetrics, boundByLabel, webhookMetrics } from './webhook-metrics.service.ts';
 import { DELIVERIES_CHANNEL, type Notifications } from '../db/notifications.ts';
 import { parseNotifiedOrganisations } from './outbox.repository.ts';
@@ -47,12 +48,13 @@ export interface DispatcherOptions {
   stopGraceMs?: number;
   /** the circuit breaker: failures in a row that pause an endpoint, first and longest pause */
   breaker?: Partial<BreakerOptions>;
+  /** dispatcher `index` (0-based) of the host's `count`: it applies its part of each cap above (host-split.rules.ts) */
+  split?: { index: number; count: number } | undefined;
 }
 
 export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'cipher' | 'metrics'>;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 export class Dispatcher {
   private readonly batchSize: number;
   private readonly pollMs: number;
@@ -91,14 +93,15 @@ export class Dispatcher {
     this.pollMs = opts.pollIntervalMs ?? 1000;
     this.stopGraceMs = opts.stopGraceMs ?? 5000;
     const configured = deps.config.webhookShare ?? DEFAULT_SHARE;
-    this.share = new FairShare({
+    const host = {
       ...DEFAULT_SHARE,
       global: opts.globalConcurrency ?? configured.global,
       perIntegration: opts.perIntegration ?? configured.perIntegration,
       perOrganisation: opts.perOrganisation ?? configured.perOrganisation,
       reserve: opts.reserve ?? configured.reserve,
       slowMs: opts.slowMs ?? configured.slowMs,
-    });
+    };
+    this.share = new FairShare(opts.split ? splitCaps(host, opts.split.index, opts.split.count) : host);
     this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
     this.sender = createSender({
       allowPrivateNetworks: deps.config.webhookAllowPrivateNetworks,
@@ -244,7 +247,9 @@ export class Dispatcher {
   }
 
   private pump(lane: Lane): void {
-    const expired: Job[] = [];
+    // a lane whose part here is 0 (a slow endpoint, host-split.rules.ts) leaves what waits to the host's other dispatchers
+    const expired = this.share.laneLimit(lane) === 0 ? this.share.takeWaiting(lane.integrationId) : [];
+    if (this.share.dropped(expired) && !this.stopping) this.signal.wake();
     // an attempt must end (timeout included) before the lease does, with half
     // the lease margin (at most 2 s) to spare; a job that waited too long is given back
     const spare = Math.min(2_000, this.deps.config.webhookLeaseMarginMs / 2);
@@ -294,15 +299,8 @@ export class Dispatcher {
     } catch (err) {
       // the secrets do not decrypt (TRACKWAY_SECRET_KEY changed?): retried like a network error
       this.deps.log.error({ err, integrationId: row.integration_id }, 'cannot prepare a webhook delivery');
-      result = {
-        startedAt: new Date(),
-        statusCode: null,
-        durationMs: 0,
-        error: 'the integration secrets cannot be decrypted with the configured TRACKWAY_SECRET_KEY',
-        responseExcerpt: null,
-        retryAfterMs: null,
-        permanent: false,
-      };
+      const error = 'the integration secrets cannot be decrypted with the configured TRACKWAY_SECRET_KEY';
+      result = { startedAt: new Date(), statusCode: null, durationMs: 0, error, responseExcerpt: null, retryAfterMs: null, permanent: false };
     }
     this.attempted(row.kind).inc();
     const interrupted = this.abort.signal.aborted && result.statusCode === null;

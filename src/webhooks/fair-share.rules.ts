@@ -1,8 +1,8 @@
 // How one dispatcher process shares its capacity between organisations and
-// their integrations (docs/webhook-fairness.md has the whole reasoning). The
-// unit of sharing is the organisation, whoever owns it, never the target
-// origin (which a tenant chooses and multiplies freely, and which two tenants
-// of one SaaS receiver share).
+// their integrations (docs/webhook-fairness.md has the whole reasoning; the k
+// dispatchers of one host each apply their part of the caps, host-split.rules.ts).
+// The unit of sharing is the organisation, whoever owns it, never the target
+// origin (a tenant chooses and multiplies those freely).
 //
 // - The capacity (`global`, deliveries held: in flight or waiting to start)
 //   is a shared pool of `global - reserve` plus a reserve of `reserve`.
@@ -16,8 +16,7 @@
 //   (unless its own endpoints were slow lately: then it waits for its part
 //   of the pool like everyone else).
 // - A share counts deliveries held, so a request costs its organisation a
-//   slot for as long as it waits on the endpoint: 29 s to a 200 cost as much
-//   as 29 s to a timeout.
+//   slot for as long as it waits: 29 s to a 200 cost what a timeout costs.
 // - Per integration: at most `perIntegration` requests in flight, fewer for
 //   an endpoint that is slow (its attempts take longer than `slowMs` on
 //   average, or its oldest request in flight has): `perIntegration × slowMs /
@@ -27,6 +26,7 @@
 // An integration that reaches its cap is "full" and is not claimed for until
 // it has drained to half of it, so that a claim brings a useful batch.
 import type { ClaimedDelivery } from './claims.repository.ts';
+import type { HostSplit } from './host-split.rules.ts';
 import { type Job, type Lane, average, laneCapacity, laneLimit, newLane, oldestAge } from './lanes.rules.ts';
 import { maxMinShares } from './max-min.rules.ts';
 import type { OrgId } from '../db/tenancy.ts';
@@ -46,6 +46,8 @@ export interface FairShareOptions {
   slowMs: number;
   /** a fast endpoint may hold about this much work beyond its requests in flight (ms, default 1000) */
   queueMs: number;
+  /** one of a host's dispatchers: the caps above are its parts, lanes its part of the host's (host-split.rules.ts) */
+  split?: HostSplit | undefined;
 }
 
 export const DEFAULT_SHARE: FairShareOptions = {
@@ -120,10 +122,6 @@ export class FairShare {
     return this.opts.global - this.opts.reserve;
   }
 
-  get held(): number {
-    return this.heldTotal;
-  }
-
   /** How many more deliveries the process may hold: in the pool, and in the reserve. */
   room(): { pool: number; reserve: number } {
     return {
@@ -150,6 +148,8 @@ export class FairShare {
     const now = Date.now();
     const wanting: { id: OrgId; want: number }[] = [];
     for (const org of this.orgs.values()) {
+      // a lane left to the host's other dispatchers (its part is 0 here) wants nothing here
+      if (this.opts.split) for (const lane of org.lanes) if (lane.more && this.capacity(lane) === 0) lane.more = false;
       const more = wantsMore(org);
       if (org.held > 0 || more) {
         wanting.push({ id: org.id, want: Math.min(this.opts.perOrganisation, more ? Infinity : org.held) });
@@ -347,7 +347,7 @@ export class FairShare {
   private claimable(org: Org): boolean {
     if (this.roomFor(org.id).room <= 0) return false;
     if (org.more) return true;
-    for (const lane of org.lanes) if (lane.more && !lane.full) return true;
+    for (const lane of org.lanes) if (lane.more && !lane.full && this.capacity(lane) > 0) return true;
     return false;
   }
 

@@ -6,6 +6,7 @@
 // holds one slot, not eight. A fast one may hold enough beyond its requests
 // in flight to keep them busy for about `queueMs`.
 import type { ClaimedDelivery } from './claims.repository.ts';
+import { type HostSplit, partOf } from './host-split.rules.ts';
 import type { OrgId } from '../db/tenancy.ts';
 
 export interface LaneOptions {
@@ -13,6 +14,8 @@ export interface LaneOptions {
   perOrganisation: number;
   slowMs: number;
   queueMs: number;
+  /** one of the host's dispatchers (host-split.rules.ts): the lane is its part of the host's */
+  split?: HostSplit | undefined;
 }
 
 export interface Job {
@@ -46,12 +49,16 @@ export function newLane(integrationId: number, orgId: OrgId): Lane {
   return { integrationId, orgId, active: 0, running: new Set(), queue: [], held: 0, full: false, more: false, ewmaMs: undefined, usedAt: 0 };
 }
 
-/** Requests the integration may have in flight now: fewer when its endpoint is slow. */
+/**
+ * Requests the integration may have in flight now: fewer when its endpoint
+ * is slow. One of the host's dispatchers takes its part of the host's limit
+ * (0 for a slow endpoint whose host limit is below the dispatchers' count).
+ */
 export function laneLimit(lane: Lane, opts: LaneOptions): number {
-  const p = opts.perIntegration;
+  const p = opts.split?.perIntegration ?? opts.perIntegration;
   const t = Math.max(lane.ewmaMs ?? 0, oldestAge(lane.running));
-  if (t <= opts.slowMs) return p;
-  return Math.max(1, Math.min(p, Math.floor((p * opts.slowMs) / t)));
+  const host = t <= opts.slowMs ? p : Math.max(1, Math.min(p, Math.floor((p * opts.slowMs) / t)));
+  return opts.split ? partOf(host, opts.split.index, opts.split.count) : host;
 }
 
 /** Most deliveries the integration may hold now (in flight and waiting). */

@@ -1,6 +1,7 @@
 // Crash and scale safety with real processes: `kill -9` of a server in the
 // middle of a delivery (the delivery is made again once its lease expires),
-// and two dispatcher processes on one database (no webhook-id sent twice).
+// two dispatcher processes on one database (no webhook-id sent twice), and
+// `serve --workers 2`'s two dispatchers splitting WEBHOOK_CONCURRENCY.
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +11,7 @@ import { Cipher } from '../../src/platform/secrets.service.ts';
 import { LOST_ATTEMPT_ERROR } from '../../src/webhooks/claims.repository.ts';
 import { type TestDatabase, freshDatabase } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { freePort } from '../reliability/child.ts';
 import { createIntegration, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -39,8 +41,8 @@ describe('webhook dispatch across processes', function () {
   });
 
   /** `node --import tsx src/main.ts <command>` on the test database; resolves once it says it runs. */
-  async function start(command: 'serve' | 'dispatch', env: Record<string, string> = {}): Promise<Child> {
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', command], {
+  async function start(command: 'serve' | 'dispatch', env: Record<string, string> = {}, args: string[] = []): Promise<Child> {
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', command, ...args], {
       cwd: ROOT,
       env: {
         ...process.env,
@@ -168,5 +170,38 @@ describe('webhook dispatch across processes', function () {
     expect(new Set(received)).to.deep.equal(new Set(expected.map((e) => e.webhook_id)));
     const attempts = await database.handle.db.selectFrom('deliveries').select('id').where('attempts_count', '<>', 1).execute();
     expect(attempts).to.deep.equal([]);
+  });
+  it('serve --workers 2 runs two dispatchers that together keep WEBHOOK_CONCURRENCY requests in flight to one integration', async () => {
+    // every request is held: each dispatcher fills its part of the lane and can start no more
+    const receiver = await TestReceiver.start(() => ({ status: 204, hold: true }));
+    receivers.push(receiver);
+    const hook = await tenantWith(receiver.url, 10);
+    await enqueue(
+      database.handle.db,
+      hook,
+      Array.from({ length: 60 }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(hook.orgId, `w${i}@example.com`) })),
+    );
+    const port = await freePort();
+    const serve = await start('serve', { PORT: String(port) }, ['--workers', '2']);
+    expect(serve.output()).to.match(/every worker also runs a webhook dispatcher/);
+    // both dispatchers hold the integration's lane full (the host's metrics add them up)
+    await eventually(
+      async () => {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        return /^trackway_webhook_integrations_at_share 2$/m.test(text) ? text : undefined;
+      },
+      20_000,
+      'both dispatchers to fill their part of the lane',
+    );
+    // 8 (WEBHOOK_CONCURRENCY) in all: 4 + 4, where two dispatchers with the whole cap each would hold 16
+    expect(receiver.holding).to.equal(8);
+    const claimed = await database.handle.db
+      .selectFrom('deliveries')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('integration_id', '=', hook.id)
+      .where('attempts_count', '=', 1)
+      .executeTakeFirstOrThrow();
+    expect(Number(claimed.n)).to.equal(8);
+    receiver.releaseHeld({ status: 204 });
   });
 });
