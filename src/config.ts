@@ -65,7 +65,7 @@ export interface Config {
   webhookLeaseMarginMs: number;
   /** WEBHOOK_DISPATCH_SLOT=k/N: this dispatcher claims only organisations whose id modulo N is k */
   webhookDispatchSlot: { index: number; count: number } | undefined;
-  /** WEBHOOK_DISPATCH_WORKERS: how many of `serve --workers N`'s workers run a dispatcher (workers 1..k, splitting the host's caps); undefined (the default, `all`) = every worker */
+  /** WEBHOOK_DISPATCH_WORKERS: how many of `serve --workers N`'s workers run a dispatcher (workers 1..k; default 1); undefined = every worker */
   webhookDispatchWorkers: number | undefined;
   logLevel: string;
   /** failed logins allowed per (email, client address) in a window; undefined = off */
@@ -133,7 +133,8 @@ function bool(env: Env, name: string, def: boolean): boolean {
 }
 
 function dispatchWorkers(raw: string | undefined): number | undefined {
-  if (raw === undefined || /^all$/i.test(raw)) return undefined;
+  if (raw === undefined) return 1;
+  if (/^all$/i.test(raw)) return undefined;
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 64)
     throw new ConfigError(`WEBHOOK_DISPATCH_WORKERS: "${raw}" is not a whole number from 1 to 64 (or all)`);
   return Number(raw);

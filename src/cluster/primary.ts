@@ -35,7 +35,7 @@ const STABLE_MS = 30_000;
 const STOP_TIMEOUT_MS = 30_000;
 
 interface Slot {
-  /** 1..N: workers 1..k (WEBHOOK_DISPATCH_WORKERS, default all) run a dispatcher, worker 1 the periodic jobs; a restarted worker keeps its number */
+  /** 1..N: workers 1..k (WEBHOOK_DISPATCH_WORKERS, default 1) run a dispatcher, worker 1 the periodic jobs; a restarted worker keeps its number */
   n: number;
   worker: Worker | undefined;
   ready: boolean;

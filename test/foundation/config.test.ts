@@ -40,8 +40,8 @@ describe('config', () => {
     // a small capacity keeps an eighth of itself (at least one slot) in reserve
     expect(loadConfig({ WEBHOOK_DISPATCH_CAPACITY: '40' }).webhookShare).to.include({ global: 40, reserve: 5, perOrganisation: 35 });
     expect(loadConfig({ WEBHOOK_DISPATCH_CAPACITY: '8', WEBHOOK_CONCURRENCY: '4' }).webhookShare).to.include({ reserve: 1, perOrganisation: 7 });
-    // a dispatcher in every worker unless fewer are asked to dispatch
-    expect(c.webhookDispatchWorkers).to.equal(undefined);
+    // one dispatcher per host unless more workers are asked to dispatch
+    expect(c.webhookDispatchWorkers).to.equal(1);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: '2' }).webhookDispatchWorkers).to.equal(2);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: 'all' }).webhookDispatchWorkers).to.equal(undefined);
     // the embedded PostgreSQL takes a free port unless TRACKWAY_PG_PORT pins it

@@ -148,7 +148,7 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     server = start(['--workers', '2']);
     await until(() => out.includes('Trackway is listening') || server!.exitCode !== null, 90_000, 'serve to start');
     expect(server.exitCode, out).to.equal(null);
-    const m = /Workers {5}2 \(pids (\d+), (\d+)\); every worker also runs a webhook dispatcher, worker 1 the periodic jobs/.exec(out);
+    const m = /Workers {5}2 \(pids (\d+), (\d+)\); worker 1 also runs the webhook dispatcher and the periodic jobs/.exec(out);
     expect(m, out).to.not.equal(null);
     pids = [Number(m![1]), Number(m![2])];
     expect(pids[0]).to.not.equal(pids[1]);
@@ -265,14 +265,14 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     }
   });
 
-  it('runs a dispatcher in worker 1 only with WEBHOOK_DISPATCH_WORKERS=1 (in every worker by default)', async () => {
+  it('runs a dispatcher in every worker with WEBHOOK_DISPATCH_WORKERS=all (one, in worker 1, by default)', async () => {
     const [first, second] = pids as [number, number];
     expect(first).to.be.a('number');
     expect(second).to.be.a('number');
-    server = start(['--workers', '2'], { WEBHOOK_DISPATCH_WORKERS: '1' });
+    server = start(['--workers', '2'], { WEBHOOK_DISPATCH_WORKERS: 'all' });
     await until(() => out.includes('Trackway is listening') || server!.exitCode !== null, 90_000, 'serve to start');
     expect(server.exitCode, out).to.equal(null);
-    const m = /Workers {5}2 \(pids (\d+), (\d+)\); worker 1 also runs the webhook dispatcher and the periodic jobs/.exec(out);
+    const m = /Workers {5}2 \(pids (\d+), (\d+)\); every worker also runs a webhook dispatcher, worker 1 the periodic jobs/.exec(out);
     expect(m, out).to.not.equal(null);
     pids = [Number(m![1]), Number(m![2])];
     // each worker logs "worker serving" on its own stdout: the banner may be read before the second one
@@ -281,7 +281,7 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     ];
     await until(() => servingLines().length >= 2 || server!.exitCode !== null, 30_000, 'both workers to log that they serve');
     const serving = servingLines();
-    expect(serving.map((s) => `${s[1]} ${s[2]} ${s[3]}`).sort(), out).to.deep.equal(['1 true true', '2 false false']);
+    expect(serving.map((s) => `${s[1]} ${s[2]} ${s[3]}`).sort(), out).to.deep.equal(['1 true true', '2 true false']);
     server.kill('SIGTERM');
     expect(await exitOf(server), out).to.equal(0);
     expect(pids.filter(alive), 'worker processes left').to.deep.equal([]);

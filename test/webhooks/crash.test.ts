@@ -171,7 +171,7 @@ describe('webhook dispatch across processes', function () {
     const attempts = await database.handle.db.selectFrom('deliveries').select('id').where('attempts_count', '<>', 1).execute();
     expect(attempts).to.deep.equal([]);
   });
-  it('serve --workers 2 runs two dispatchers that together keep WEBHOOK_CONCURRENCY requests in flight to one integration', async () => {
+  it('serve --workers 2 with WEBHOOK_DISPATCH_WORKERS=all runs two dispatchers that together keep WEBHOOK_CONCURRENCY requests in flight to one integration', async () => {
     // every request is held: each dispatcher fills its part of the lane and can start no more
     const receiver = await TestReceiver.start(() => ({ status: 204, hold: true }));
     receivers.push(receiver);
@@ -182,7 +182,7 @@ describe('webhook dispatch across processes', function () {
       Array.from({ length: 60 }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(hook.orgId, `w${i}@example.com`) })),
     );
     const port = await freePort();
-    const serve = await start('serve', { PORT: String(port) }, ['--workers', '2']);
+    const serve = await start('serve', { PORT: String(port), WEBHOOK_DISPATCH_WORKERS: 'all' }, ['--workers', '2']);
     expect(serve.output()).to.match(/every worker also runs a webhook dispatcher/);
     // both dispatchers hold the integration's lane full (the host's metrics add them up)
     await eventually(
