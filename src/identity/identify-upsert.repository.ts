@@ -15,7 +15,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { Executor, OrgId } from '../db/tenancy.ts';
-import type { IdentifiedContact, IdentifyRow, TouchedVisitor } from './identity.repository.ts';
+import { contactsThenLinks, type IdentifiedContact, type IdentifyRow, type TouchedVisitor } from './identity.repository.ts';
 import { type VisitorTouch, visitorsUpsert } from './visitors-upsert.repository.ts';
 
 /** The identifies of one organisation written with the upsert (their person comes from it). */
@@ -63,22 +63,12 @@ export async function upsertVisitorsIdentifying(
     input AS (
       SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(core_id text, type text, value text, verified boolean)
     ),
-    c AS (
-      INSERT INTO contacts AS k (org_id, type, value, person_id)
-      SELECT t.org_id, i.type, i.value, t.person_id
+    ${contactsThenLinks(
+      orgId,
+      sql`SELECT t.org_id, i.type, i.value, t.person_id
       FROM input i JOIN touched t ON t.org_id = ${orgId}::bigint AND t.core_id = i.core_id
-      ORDER BY i.type, i.value
-      ON CONFLICT (org_id, type, value) DO UPDATE SET person_id = k.person_id
-      RETURNING k.id, k.type, k.value, k.person_id, (xmax = 0) AS created
-    ),
-    l AS (
-      INSERT INTO visitor_contacts AS vc (org_id, core_id, contact_id, verified)
-      SELECT ${orgId}::bigint, i.core_id, c.id, i.verified
-      FROM c JOIN input i ON i.type = c.type AND i.value = c.value
-      ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
-      WHERE EXCLUDED.verified AND NOT vc.verified
-      RETURNING vc.core_id, vc.contact_id, (xmax = 0) AS inserted
-    )
+      ORDER BY i.type, i.value`,
+    )}
     SELECT t.org_id, t.core_id, t.person_id, t.corex_id, t.inserted,
       NULL::bigint AS id, NULL::text AS type, NULL::text AS value, NULL::boolean AS created, NULL::boolean AS linked, NULL::boolean AS verified
     FROM touched t

@@ -144,6 +144,32 @@ export interface IdentifyRow {
 }
 
 /**
+ * The CTEs `c` and `l` both identify statements end with (this file's
+ * identifyContactsTogether, identify-upsert.repository.ts): the contacts
+ * upsert (a contact keeps its person; `created` tells a new one) and the
+ * links of the identifies' visitors to them (verified once any identify
+ * verified it). `source` selects (org_id, type, value, person_id) in (type,
+ * value) order, the lock order across batches; the links read the
+ * statement's `input` (core_id, type, value, verified).
+ */
+export function contactsThenLinks(orgId: OrgId, source: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`c AS (
+      INSERT INTO contacts AS k (org_id, type, value, person_id)
+      ${source}
+      ON CONFLICT (org_id, type, value) DO UPDATE SET person_id = k.person_id
+      RETURNING k.id, k.type, k.value, k.person_id, (xmax = 0) AS created
+    ),
+    l AS (
+      INSERT INTO visitor_contacts AS vc (org_id, core_id, contact_id, verified)
+      SELECT ${orgId}::bigint, i.core_id, c.id, i.verified
+      FROM c JOIN input i ON i.type = c.type AND i.value = c.value
+      ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
+      WHERE EXCLUDED.verified AND NOT vc.verified
+      RETURNING vc.core_id, vc.contact_id, (xmax = 0) AS inserted
+    )`;
+}
+
+/**
  * identifyContacts for many identifies of one organisation in one statement:
  * no two of them share a visitor or a contact (the caller checks), so each
  * row's outcome is what its own statement would have given. Contacts are
@@ -162,20 +188,7 @@ export async function identifyContactsTogether(
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(core_id text, person_id bigint, type text, value text, verified boolean)
     ),
-    c AS (
-      INSERT INTO contacts AS k (org_id, type, value, person_id)
-      SELECT ${orgId}::bigint, type, value, person_id FROM input ORDER BY type, value
-      ON CONFLICT (org_id, type, value) DO UPDATE SET person_id = k.person_id
-      RETURNING k.id, k.type, k.value, k.person_id, (xmax = 0) AS created
-    ),
-    l AS (
-      INSERT INTO visitor_contacts AS vc (org_id, core_id, contact_id, verified)
-      SELECT ${orgId}::bigint, i.core_id, c.id, i.verified
-      FROM c JOIN input i ON i.type = c.type AND i.value = c.value
-      ON CONFLICT (org_id, core_id, contact_id) DO UPDATE SET verified = true
-      WHERE EXCLUDED.verified AND NOT vc.verified
-      RETURNING vc.core_id, vc.contact_id, (xmax = 0) AS inserted
-    )
+    ${contactsThenLinks(orgId, sql`SELECT ${orgId}::bigint, type, value, person_id FROM input ORDER BY type, value`)}
     SELECT i.core_id, c.id, c.type, c.value, c.person_id, c.created,
       EXISTS (SELECT 1 FROM l WHERE l.core_id = i.core_id AND l.contact_id = c.id AND l.inserted) AS linked,
       i.verified

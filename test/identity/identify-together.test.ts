@@ -11,6 +11,7 @@ import { prepareBatch, processBatch } from '../../src/tracking/batch.service.ts'
 import type { IngestItem } from '../../src/tracking/ingest.types.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
+import { onStatements } from '../support/statements.ts';
 
 type Step = { visitor: string } & (
   { event: 'productview' | 'view'; product?: number; corex?: string } | { identify: { email?: string; phone?: string; name?: string } }
@@ -27,22 +28,19 @@ describe('identity: identifies written together give what one by one gives', () 
   /** every statement sent while recording, with its client */
   let sent: { client: pg.Client; text: string }[] = [];
   const texts = () => sent.map((x) => x.text);
-  const original = pg.Client.prototype.query;
+  let restore = () => {};
   before(async () => {
-    // before any connection is made: the pool's clients bind query when they connect
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const first = args[0] as string | { text?: string };
-      const text = typeof first === 'string' ? first : first?.text;
-      if (recording && typeof text === 'string') sent.push({ client: this, text });
-      if (recording && typeof text === 'string' && /insert into contacts/i.test(text)) inserts++;
-      if (recording && typeof text === 'string' && /^select\b[\s\S]*\bfrom "contacts"/i.test(text)) contactReads++;
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
+    restore = onStatements((text, client) => {
+      if (!recording) return;
+      sent.push({ client, text });
+      if (/insert into contacts/i.test(text)) inserts++;
+      if (/^select\b[\s\S]*\bfrom "contacts"/i.test(text)) contactReads++;
+    });
     srv = await startTestServer();
     account = await newAccount(srv);
   });
   after(async () => {
-    pg.Client.prototype.query = original;
+    restore();
     await srv.stop();
   });
 

@@ -6,13 +6,13 @@
 // suppressing organisation per batch, none for the others. The dispatcher
 // runs and a real receiver on 127.0.0.1 takes every delivery.
 import { expect } from 'chai';
-import pg from 'pg';
 import { storeBatch } from '../../src/tracking/batch.service.ts';
 import { type Account, newAccount, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { drained, itemsOf, newShop, stored, suppress } from '../support/ingest.ts';
 import { b64url } from '../support/payload.ts';
+import { onStatements } from '../support/statements.ts';
 
 describe('privacy: the suppression list at ingest', function () {
   this.timeout(60_000);
@@ -21,22 +21,18 @@ describe('privacy: the suppression list at ingest', function () {
   let receiver: TestReceiver;
   let recording = false;
   let lookups: string[] = [];
-  const original = pg.Client.prototype.query;
+  let restore = () => {};
 
   before(async () => {
-    // before any connection is made: the pool's clients bind query when they connect
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const first = args[0] as string | { text?: string };
-      const text = typeof first === 'string' ? first : first?.text;
-      if (recording && typeof text === 'string' && /\bprivacy_suppressions\b/i.test(text)) lookups.push(text);
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
+    restore = onStatements((text) => {
+      if (recording && /\bprivacy_suppressions\b/i.test(text)) lookups.push(text);
+    });
     receiver = await TestReceiver.start(() => ({ status: 204 }));
     srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { dispatcher: true });
     account = await newAccount(srv);
   });
   after(async () => {
-    pg.Client.prototype.query = original;
+    restore();
     await srv?.stop();
     await receiver?.close();
   });

@@ -8,13 +8,13 @@
 // after the statement's snapshot.
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { prepareBatch, processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
 import type { EventItem } from '../../src/tracking/ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.service.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import type { OrgId } from '../support/org-id.ts';
+import { onStatements } from '../support/statements.ts';
 
 const policy = {
   identityVerification: 'optional' as const,
@@ -47,20 +47,14 @@ describe('tracking: a plain batch records views and carts in its one statement, 
   let srv: TestServer;
   let account: Account;
   let sent: string[] | null = null;
-  const original = pg.Client.prototype.query;
+  let restore = () => {};
   before(async () => {
-    // before any connection is made: the pool's clients bind query when they connect
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const first = args[0] as string | { text?: string };
-      const text = typeof first === 'string' ? first : first?.text;
-      if (sent && typeof text === 'string') sent.push(text);
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
+    restore = onStatements((text) => sent?.push(text));
     srv = await startTestServer();
     account = await newAccount(srv);
   });
   after(async () => {
-    pg.Client.prototype.query = original;
+    restore();
     await srv.stop();
   });
 
