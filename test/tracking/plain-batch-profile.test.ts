@@ -14,7 +14,7 @@ import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.se
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import type { OrgId } from '../support/org-id.ts';
-import { onStatements } from '../support/statements.ts';
+import { onStatements, untilWaitingOnLock } from '../support/statements.ts';
 
 const policy = {
   identityVerification: 'optional' as const,
@@ -185,13 +185,7 @@ describe('tracking: a plain batch records views and carts in its one statement, 
       await sql`DELETE FROM persons WHERE org_id = ${org} AND id = ${gone}::bigint`.execute(tx);
       // the visitor is fresh and unchanged: the upsert only locks it; the statement's snapshot still says `gone`
       batch = storePlainBatch(srv.deps.db, [event(org, moved, 'updatecart', cart(3))]);
-      for (let i = 0; ; i++) {
-        const waiting = await sql<{ n: string }>`
-          SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO visitors%'`.execute(srv.deps.db);
-        if (Number(waiting.rows[0]!.n) > 0) break;
-        expect(i, 'the batch waits for the merge').to.be.lessThan(200);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await untilWaitingOnLock(srv.deps.db, 'INSERT INTO visitors', 'the batch waits for the merge');
     });
     await batch;
     const persons = (

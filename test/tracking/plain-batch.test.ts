@@ -12,6 +12,7 @@ import { type Account, newAccount, newMerchant, newWebhook, unique } from '../su
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
 import { type OrgId, testOrgId } from '../support/org-id.ts';
+import { untilWaitingOnLock } from '../support/statements.ts';
 
 const policy = { identityVerification: 'optional' as const, exportUnverified: true, allowsUrl: () => true, suppressing: false };
 
@@ -131,13 +132,7 @@ describe('tracking: a plain batch is one statement that stores what the transact
       await storePlainBatch(tx, [event(org, core, { receivedAt: first })]);
       // the second batch's statement takes its snapshot, then waits on the uncommitted row's key
       second = storePlainBatch(srv.deps.db, [event(org, core, { userAgent: 'UA/2' })]);
-      for (let i = 0; ; i++) {
-        const waiting = await sql<{ n: string }>`
-          SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO visitors%'`.execute(srv.deps.db);
-        if (Number(waiting.rows[0]!.n) > 0) break;
-        expect(i, 'the second batch waits for the first').to.be.lessThan(200);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await untilWaitingOnLock(srv.deps.db, 'INSERT INTO visitors', 'the second batch waits for the first');
     });
     await second;
     const v = (await visitor(core))!;
