@@ -52,6 +52,11 @@ describe('API reference (/docs) in Chromium', function () {
         const login = page.locator('.opblock', { hasText: '/v1/rest/{platform_name}/users/login' }).first();
         await login.locator('.opblock-summary').click();
         await login.locator('.opblock-body').waitFor({ state: 'visible' });
+        // swagger-ui fills the opened body after it shows it: wait for the response schema's field, or time out
+        await login
+          .locator('.opblock-body', { hasText: 'bearer_token' })
+          .waitFor({ state: 'visible', timeout: 15_000 })
+          .catch(() => {});
         expect(await login.locator('.opblock-body').textContent()).to.include('bearer_token');
         await login.evaluate((el) => el.scrollIntoView());
         const opened = await screenshot(page, `docs-${name}-operation`);

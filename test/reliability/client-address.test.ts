@@ -202,10 +202,9 @@ describe('one canonical address per client (issue 22, point 3)', function () {
       expect(r.body).to.include({ code: 4290 });
       const keys = (await srv.deps.db.selectFrom('login_failures').select('key').execute()).map((k) => k.key);
       expect(keys.filter((k) => k.startsWith('ip:'))).to.deep.equal(['ip:198.51.100.99']);
-      expect(
-        keys.every((k) => !/099|ffff|c633/.test(k)),
-        keys.join(' '),
-      ).to.equal(true);
+      // the address part of each key (the emails hold a timestamp, which may well contain "099")
+      const addresses = keys.map((k) => k.slice(k.lastIndexOf('|') + 1).replace(/^ip:/, ''));
+      expect(addresses, keys.join(' ')).to.deep.equal(addresses.map(() => '198.51.100.99'));
       // and an X-Forwarded-For that is not an address: 400 in the platform's body, nothing counted
       const bad = await login(emails[4]!, 'unknown');
       expect(bad.status).to.equal(400);
