@@ -278,13 +278,21 @@ export async function upsertProfiles(tx: Executor, changes: ProfileChange[]): Pr
     INSERT INTO persons AS p (org_id, id, last_view, last_cart_product_id, last_cart_url, last_cart_at)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
       org_id bigint, id bigint, last_view jsonb, last_cart_product_id bigint, last_cart_url text, last_cart_at timestamptz)
-    ON CONFLICT (org_id, id) DO UPDATE SET
+    ${PROFILE_ONTO_PERSON}
+  `.execute(tx);
+}
+
+/**
+ * How a batch's profile row (views most recent first, a cart or none) goes
+ * onto a stored person `p`: its views before the stored ones, its cart over
+ * the stored one when it has one. The ON CONFLICT of both profile writes
+ * (upsertProfiles, and the one-statement batch's profile-upsert.repository.ts).
+ */
+export const PROFILE_ONTO_PERSON = sql`ON CONFLICT (org_id, id) DO UPDATE SET
       last_view = trackway_prepend_views(EXCLUDED.last_view, p.last_view),
       last_cart_product_id = CASE WHEN EXCLUDED.last_cart_at IS NULL THEN p.last_cart_product_id ELSE EXCLUDED.last_cart_product_id END,
       last_cart_url = CASE WHEN EXCLUDED.last_cart_at IS NULL THEN p.last_cart_url ELSE EXCLUDED.last_cart_url END,
-      last_cart_at = COALESCE(EXCLUDED.last_cart_at, p.last_cart_at)
-  `.execute(tx);
-}
+      last_cart_at = COALESCE(EXCLUDED.last_cart_at, p.last_cart_at)`;
 
 export interface ProductSighting {
   orgId: OrgId;
@@ -296,13 +304,18 @@ export interface ProductSighting {
 /** Remembers the latest URL seen for each product (one row per product; callers dedupe). */
 export async function rememberProductUrls(tx: Executor, rows: ProductSighting[]): Promise<void> {
   if (rows.length === 0) return;
-  const data = JSON.stringify(rows.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: r.at })));
   await sql`${sql.raw(PREPARE)}
-    INSERT INTO products AS p (org_id, product_id, url, seen_at)
+    ${productsUpsert(rows)}
+  `.execute(tx);
+}
+
+/** The catalogue's upsert (a later sighting wins), as a statement or a CTE body (the one-statement batch's). */
+export function productsUpsert(rows: readonly ProductSighting[]): RawBuilder<unknown> {
+  const data = JSON.stringify(rows.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: r.at })));
+  return sql`INSERT INTO products AS p (org_id, product_id, url, seen_at)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(org_id bigint, product_id bigint, url text, seen_at timestamptz)
     ON CONFLICT (org_id, product_id) DO UPDATE SET url = EXCLUDED.url, seen_at = EXCLUDED.seen_at
-    WHERE p.seen_at <= EXCLUDED.seen_at
-  `.execute(tx);
+    WHERE p.seen_at <= EXCLUDED.seen_at`;
 }
 
 export async function productUrl(tx: Executor, orgId: OrgId, productId: number): Promise<string | undefined> {

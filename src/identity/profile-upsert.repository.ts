@@ -17,14 +17,15 @@
 // latest version and returns its current person_id. An unchanged rewrite
 // keeps every indexed column, so PostgreSQL may make it a HOT update.
 //
-// The persons upsert and the products upsert are upsertProfiles' and
-// rememberProductUrls' (identity.repository.ts), with the per-person
+// The persons upsert takes upsertProfiles' conflict rule
+// (PROFILE_ONTO_PERSON) and the products upsert is rememberProductUrls'
+// (productsUpsert; both in identity.repository.ts), with the per-person
 // accumulation Stitching does in memory (views most recent first, distinct,
 // at most 3; the last cart) done here, by `seq`, the events' order in the
 // batch (test/tracking/plain-batch.test.ts holds the two paths equal).
 import { sql } from 'kysely';
 import type { VisitorTouch } from './visitors-upsert.repository.ts';
-import type { ProductSighting } from './identity.repository.ts';
+import { PROFILE_ONTO_PERSON, type ProductSighting, productsUpsert } from './identity.repository.ts';
 import type { ProfileMark } from './recorded.rules.ts';
 
 /**
@@ -94,21 +95,9 @@ export function profileWrites(touches: readonly VisitorTouch[], marks: readonly 
       LEFT JOIN views w ON w.org_id = k.org_id AND w.person_id = k.person_id
       LEFT JOIN carts c ON c.org_id = k.org_id AND c.person_id = k.person_id
       ORDER BY k.org_id, k.person_id
-      ON CONFLICT (org_id, id) DO UPDATE SET
-        last_view = trackway_prepend_views(EXCLUDED.last_view, p.last_view),
-        last_cart_product_id = CASE WHEN EXCLUDED.last_cart_at IS NULL THEN p.last_cart_product_id ELSE EXCLUDED.last_cart_product_id END,
-        last_cart_url = CASE WHEN EXCLUDED.last_cart_at IS NULL THEN p.last_cart_url ELSE EXCLUDED.last_cart_url END,
-        last_cart_at = COALESCE(EXCLUDED.last_cart_at, p.last_cart_at)
+      ${PROFILE_ONTO_PERSON}
     )`);
   }
-  if (products.length > 0) {
-    const data = JSON.stringify(products.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: r.at })));
-    parts.push(sql`catalogued AS (
-      INSERT INTO products AS p (org_id, product_id, url, seen_at)
-      SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(org_id bigint, product_id bigint, url text, seen_at timestamptz)
-      ON CONFLICT (org_id, product_id) DO UPDATE SET url = EXCLUDED.url, seen_at = EXCLUDED.seen_at
-      WHERE p.seen_at <= EXCLUDED.seen_at
-    )`);
-  }
+  if (products.length > 0) parts.push(sql`catalogued AS (${productsUpsert(products)})`);
   return parts.length === 0 ? null : sql.join(parts, sql`,\n`);
 }

@@ -8,10 +8,10 @@
 // Trust (docs/design.md "Trust"): a product or cart URL outside the
 // organisation's allowed domains is kept in its event only, never in the
 // profile or the product catalogue.
+import type { OrgId } from '../db/tenancy.ts';
 import type { ProductSighting } from './identity.repository.ts';
 
 export type { ProductSighting } from './identity.repository.ts';
-import type { OrgId } from '../db/tenancy.ts';
 
 /** An event, as far as the profile and the catalogue care. */
 export interface ProfileEvent {
