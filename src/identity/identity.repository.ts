@@ -57,15 +57,21 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
   if (out.length === rows.length) return out;
   // the visitors left as they were: locked above, read now (unchanged, so old_corex_id = corex_id)
   const seen = new Set(out.map((r) => visitorKey(r.org_id, r.core_id)));
-  const rest = JSON.stringify(rows.filter((r) => !seen.has(visitorKey(r.orgId, r.coreId))).map((r) => ({ org_id: r.orgId, core_id: r.coreId })));
-  // the batch's organisations named as a parameter: under Citus the read goes to their shards only
-  const orgIds = [...new Set(rows.map((r) => r.orgId))];
-  const { rows: kept } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
+  const rest = rows.filter((r) => !seen.has(visitorKey(r.orgId, r.coreId)));
+  const wanted = new Set(rest.map((r) => visitorKey(r.orgId, r.coreId)));
+  // Index conditions on both primary key columns, the batch's organisations and core ids as two arrays
+  // (under Citus the read goes to their shards only). A join with the keys as a jsonb record set made a
+  // generic plan that hashed every visitor of the organisation, chosen while the table was small
+  // (docs/profiles/visitors-read-back.md). Across organisations the arrays may pair an organisation with
+  // another's core id: such rows are dropped here.
+  const orgIds = [...new Set(rest.map((r) => r.orgId))];
+  const coreIds = [...new Set(rest.map((r) => r.coreId))];
+  const { rows: read } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
     SELECT v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, false AS inserted
-    FROM jsonb_to_recordset(${rest}::jsonb) AS x(org_id bigint, core_id text)
-    JOIN visitors v ON v.org_id = x.org_id AND v.core_id = x.core_id
-    WHERE v.org_id = ANY(${orgIds}::bigint[])
+    FROM visitors v
+    WHERE v.org_id = ANY(${orgIds}::bigint[]) AND v.core_id = ANY(${coreIds}::text[])
   `.execute(tx);
+  const kept = orgIds.length === 1 ? read : read.filter((r) => wanted.has(visitorKey(r.org_id, r.core_id)));
   return [...out, ...kept];
 }
 

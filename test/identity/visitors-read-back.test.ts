@@ -1,0 +1,117 @@
+// upsertVisitors reads back, under the upsert's row locks, the visitors it
+// left unchanged (a returning visitor within VISITOR_TOUCH_SECONDS): on the
+// transaction path that is most visitors of every batch with an exported
+// event. The read must look each visitor up by its primary key whatever plan
+// PostgreSQL caches for the prepared statement. The join with the keys as a
+// jsonb record set it replaced made a generic plan that hashed every visitor
+// of the organisation: 763 buffers and 4.7 ms per batch at ~17,000 visitors in
+// the bench's mixed load (docs/profiles/visitors-read-back.md).
+import { expect } from 'chai';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { upsertVisitors } from '../../src/identity/identity.repository.ts';
+import type { VisitorTouch } from '../../src/identity/visitors-upsert.repository.ts';
+import { freshDatabase, type TestDatabase } from '../support/harness.ts';
+import { testOrgId } from '../support/org-id.ts';
+
+const VISITORS = 20_000;
+
+interface PlanNode {
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  Plans?: PlanNode[];
+}
+
+describe('identity: the visitors an upsert left unchanged are read back by their keys', () => {
+  let database: TestDatabase;
+  const [a, b] = [testOrgId(1), testOrgId(2)];
+  // the statements sent while `sent` is an array, with their parameters; set before the pool's clients connect
+  let sent: { text: string; values: unknown[] }[] | null = null;
+  const original = pg.Client.prototype.query;
+  const seenAt = new Date(Date.now() - 1_000);
+
+  const touch = (orgId: typeof a, coreId: string): VisitorTouch => ({
+    orgId,
+    coreId,
+    roamingId: `r-${coreId}`,
+    corexId: null,
+    firstSeen: seenAt,
+    lastSeen: seenAt,
+    userAgent: null,
+    location: null,
+  });
+
+  before(async () => {
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const first = args[0] as { text?: string; values?: unknown[] } | string;
+      const text = typeof first === 'string' ? first : first?.text;
+      const values = typeof first === 'string' ? args[1] : first?.values;
+      if (sent && typeof text === 'string') sent.push({ text, values: Array.isArray(values) ? values : [] });
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof pg.Client.prototype.query;
+    database = await freshDatabase();
+    const db = database.handle.db;
+    // VISITORS visitors in organisation 1 (each its own person), a few in organisation 2, all seen a second ago
+    for (const [org, n] of [
+      [1, VISITORS],
+      [2, 10],
+    ] as const) {
+      await sql`
+        INSERT INTO visitors (org_id, core_id, roaming_id, first_seen, last_seen)
+        SELECT ${org}::bigint, 'v' || g, 'r-v' || g, ${seenAt}::timestamptz, ${seenAt}::timestamptz FROM generate_series(1, ${n}::int) g`.execute(db);
+    }
+    await sql`ANALYZE visitors`.execute(db);
+  });
+  after(async () => {
+    pg.Client.prototype.query = original;
+    await database.drop();
+  });
+
+  /** upsertVisitors of `rows` in a transaction, and the read-back statement it sent */
+  async function upsert(rows: VisitorTouch[]) {
+    const statements: { text: string; values: unknown[] }[] = (sent = []);
+    try {
+      const out = await database.handle.db.transaction().execute((tx) => upsertVisitors(tx, rows));
+      return { out, readBack: statements.filter((s) => s.text.includes('false AS inserted')) };
+    } finally {
+      sent = null;
+    }
+  }
+
+  it('returns each unchanged visitor once with its person, across organisations, and none of another organisation', async () => {
+    // v5 exists in both organisations; v9999 only in organisation 1: the arrays pair b with v9999, which must not come back
+    const { out, readBack } = await upsert([touch(a, 'v9999'), touch(b, 'v5'), touch(a, 'new-one')]);
+    expect(readBack).to.have.length(1);
+    const byKey = new Map(out.map((r) => [`${r.org_id}/${r.core_id}`, r]));
+    expect([...byKey.keys()].sort()).to.deep.equal(['1/new-one', '1/v9999', '2/v5']);
+    expect(byKey.get('1/new-one')!.inserted).to.equal(true);
+    expect(byKey.get('1/v9999')!.inserted).to.equal(false);
+    const persons = await sql<{ org_id: number; core_id: string; person_id: number }>`
+      SELECT org_id, core_id, person_id FROM visitors WHERE (org_id, core_id) IN ((1, 'v9999'), (2, 'v5'))`.execute(database.handle.db);
+    for (const p of persons.rows) expect(byKey.get(`${p.org_id}/${p.core_id}`)!.person_id).to.equal(p.person_id);
+  });
+
+  it('touches a handful of buffers under the generic plan PostgreSQL caches for it', async () => {
+    const { readBack } = await upsert(Array.from({ length: 20 }, (_, i) => touch(a, `v${i * 997 + 1}`)));
+    expect(readBack).to.have.length(1);
+    const client = await database.handle.pool.connect();
+    try {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE read_back AS ${readBack[0]!.text}`);
+      // EXECUTE takes no bind parameters: the values as untyped literals (arrays in their text form), typed by the statement
+      const literal = (v: unknown): string =>
+        Array.isArray(v) ? `${client.escapeLiteral(`{${v.map((x) => JSON.stringify(String(x))).join(',')}}`)}` : client.escapeLiteral(String(v));
+      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE read_back(${readBack[0]!.values.map(literal).join(', ')})`,
+      );
+      const plan = rows[0]!['QUERY PLAN'][0].Plan;
+      const buffers = (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
+      // 20 primary key lookups: about 3 buffers each
+      expect(buffers, JSON.stringify(plan)).to.be.lessThan(100);
+    } finally {
+      await client.query('DEALLOCATE ALL').catch(() => {});
+      await client.query('RESET plan_cache_mode').catch(() => {});
+      client.release();
+    }
+  });
+});
