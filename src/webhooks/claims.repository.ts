@@ -55,6 +55,18 @@ export interface Claim {
 export const LOST_ATTEMPT_ERROR = 'no outcome recorded: the dispatcher that made this attempt stopped before finishing it (its lease expired)';
 export const INACTIVE_ERROR = 'integration deactivated or deleted';
 
+/**
+ * The cut-off for "due" at `now`: one millisecond past it. JavaScript's clock
+ * counts milliseconds and PostgreSQL's now() microseconds, so a delivery
+ * committed in the same millisecond as the claim that a NOTIFY of it started
+ * (next_attempt_at 20:10:37.724512, now 20:10:37.724) was not due yet, and
+ * waited for the next poll: a healthy organisation's contact match arrived
+ * after 1.0–1.8 s instead of a few ms, about once in 2,000 (test/webhooks/fair-shares.test.ts).
+ */
+export function dueCutoff(now: Date): Date {
+  return new Date(now.getTime() + 1);
+}
+
 /** How many organisations one scan for due work returns at most. */
 export const SCAN_ORGANISATIONS = 1000;
 
@@ -69,15 +81,16 @@ export const SCAN_ORGANISATIONS = 1000;
  * names their organisations, which are claimed directly (claimForOrganisation).
  */
 export async function dueOrganisations(db: Database, now: Date, limit: number, excluded: OrgId[], slot: DispatchSlot | undefined): Promise<OrgId[]> {
+  const dueBy = dueCutoff(now);
   const { rows } = await sql<{ org_id: OrgId }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
     SELECT d.org_id FROM deliveries d
-    WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+    WHERE d.status = 'pending' AND d.next_attempt_at <= ${dueBy}::timestamptz
       AND d.org_id % ${slot?.count ?? 1}::bigint = ${slot?.index ?? 0}::bigint
       AND d.org_id <> ALL (${excluded}::bigint[])
       AND NOT EXISTS (
         SELECT 1 FROM webhook_endpoint_health h
         WHERE h.org_id = d.org_id AND h.integration_id = d.integration_id
-          AND h.opened_count > 0 AND h.paused_until > ${now}::timestamptz
+          AND h.opened_count > 0 AND h.paused_until > ${dueBy}::timestamptz
       )
     GROUP BY d.org_id
     ORDER BY min(d.next_attempt_at)
@@ -106,6 +119,7 @@ export async function dueOrganisations(db: Database, now: Date, limit: number, e
 export async function claimForOrganisation(db: Database, org: OrgId, now: Date, opts: ClaimOptions): Promise<Claim> {
   const margin = opts.leaseMarginMs;
   const ri = opts.integrationRooms;
+  const dueBy = dueCutoff(now);
   const { rows } = await sql<ClaimedDelivery & { cut: [OrgId, number][] | null }>`${sql.raw(PREPARE)}
     WITH RECURSIVE
     queues AS (
@@ -131,7 +145,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
       LEFT JOIN integrations i ON i.org_id = ${org}::bigint AND i.id = q.integration_id
       LEFT JOIN webhook_endpoint_health h ON h.org_id = ${org}::bigint AND h.integration_id = q.integration_id
       LEFT JOIN rooms_i ri ON ri.integration_id = q.integration_id
-      WHERE q.next_attempt_at <= ${now}::timestamptz
+      WHERE q.next_attempt_at <= ${dueBy}::timestamptz
     ),
     open_queues AS (
       SELECT d.*, count(*) OVER () AS n
@@ -143,7 +157,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
       FROM (SELECT o.*, least(o.room, ceil(${opts.limit}::numeric / o.n)::int) AS take FROM open_queues o) q
       CROSS JOIN LATERAL (
         SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
-        WHERE e.org_id = ${org}::bigint AND e.integration_id = q.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${now}::timestamptz
+        WHERE e.org_id = ${org}::bigint AND e.integration_id = q.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${dueBy}::timestamptz
         ORDER BY e.next_attempt_at LIMIT q.take
         FOR UPDATE SKIP LOCKED
       ) x
@@ -161,7 +175,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
       FROM due d, integrations i
       WHERE d.live AND d.paused AND d.room > 0
         AND h.org_id = ${org}::bigint AND h.integration_id = d.integration_id
-        AND h.opened_count > 0 AND h.disabled_at IS NULL AND h.paused_until <= ${now}::timestamptz
+        AND h.opened_count > 0 AND h.disabled_at IS NULL AND h.paused_until <= ${dueBy}::timestamptz
         AND i.org_id = ${org}::bigint AND i.id = d.integration_id
       RETURNING h.org_id, h.integration_id, d.lease_until
     ),
@@ -169,7 +183,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
       SELECT x.org_id, x.id, x.next_attempt_at AS lease_was, true AS probe, t.lease_until
       FROM tickets t CROSS JOIN LATERAL (
         SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
-        WHERE e.org_id = ${org}::bigint AND e.integration_id = t.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${now}::timestamptz
+        WHERE e.org_id = ${org}::bigint AND e.integration_id = t.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${dueBy}::timestamptz
         ORDER BY e.next_attempt_at LIMIT 1
         FOR UPDATE SKIP LOCKED
       ) x
@@ -178,7 +192,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
       SELECT x.org_id, x.id
       FROM due d CROSS JOIN LATERAL (
         SELECT e.org_id, e.id FROM deliveries e
-        WHERE e.org_id = ${org}::bigint AND e.integration_id = d.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${now}::timestamptz
+        WHERE e.org_id = ${org}::bigint AND e.integration_id = d.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${dueBy}::timestamptz
         LIMIT ${opts.limit}::int
         FOR UPDATE SKIP LOCKED
       ) x
