@@ -6,19 +6,12 @@
 // (src/db/migrations/2026-11-26T0700_visitor_contacts_by_contact.ts).
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { contactsOfPersonsSeen } from '../../src/identity/visitors.repository.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
 import { testOrgId } from '../support/org-id.ts';
+import { type PlanNode, buffersOf, explainGeneric, statementRecorder } from '../support/statements.ts';
 
 const LINKS = 20_000;
-
-interface PlanNode {
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  'Index Name'?: string;
-  Plans?: PlanNode[];
-}
 
 function indexesOf(node: PlanNode): string[] {
   return [...(node['Index Name'] ? [node['Index Name']] : []), ...(node.Plans ?? []).flatMap(indexesOf)];
@@ -27,18 +20,9 @@ function indexesOf(node: PlanNode): string[] {
 describe('identity: the contacts of a person are read through their links by contact', () => {
   let database: TestDatabase;
   const org = testOrgId(1);
-  // the statements sent while `sent` is an array, with their parameters (for EXPLAIN ANALYZE of exactly that);
-  // the hook is set before the pool's clients connect (they bind query when they do)
-  let sent: { text: string; values: unknown[] }[] | null = null;
-  const original = pg.Client.prototype.query;
+  let recorder: ReturnType<typeof statementRecorder>;
   before(async () => {
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const first = args[0] as { text?: string; values?: unknown[] } | string;
-      const text = typeof first === 'string' ? first : first?.text;
-      const values = typeof first === 'string' ? args[1] : first?.values;
-      if (sent && typeof text === 'string') sent.push({ text, values: Array.isArray(values) ? values : [] });
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
+    recorder = statementRecorder();
     database = await freshDatabase();
     const db = database.handle.db;
     // LINKS contacts of LINKS persons, each linked (verified) to its own visitor, in one organisation
@@ -52,7 +36,7 @@ describe('identity: the contacts of a person are read through their links by con
     await sql`ANALYZE visitor_contacts`.execute(db);
   });
   after(async () => {
-    pg.Client.prototype.query = original;
+    recorder.restore();
     await database.drop();
   });
 
@@ -65,25 +49,10 @@ describe('identity: the contacts of a person are read through their links by con
   });
 
   it('touches a handful of buffers, not the organisation’s links, and uses visitor_contacts_contact', async () => {
-    const read: { text: string; values: unknown[] }[] = (sent = []);
-    try {
-      await contactsOfPersonsSeen(database.handle.db, org, [4_321]);
-    } finally {
-      sent = null;
-    }
+    const read = await recorder.during(() => contactsOfPersonsSeen(database.handle.db, org, [4_321]));
     expect(read).to.have.length(1);
-    const client = await database.handle.pool.connect();
-    try {
-      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${read[0]!.text}`,
-        read[0]!.values,
-      );
-      const plan = rows[0]!['QUERY PLAN'][0].Plan;
-      const buffers = (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
-      expect(buffers, JSON.stringify(plan)).to.be.lessThan(40);
-      expect(indexesOf(plan)).to.include('visitor_contacts_contact');
-    } finally {
-      client.release();
-    }
+    const plan = await explainGeneric(database.handle.pool, read[0]!);
+    expect(buffersOf(plan), JSON.stringify(plan)).to.be.lessThan(40);
+    expect(indexesOf(plan)).to.include('visitor_contacts_contact');
   });
 });

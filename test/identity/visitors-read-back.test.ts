@@ -8,26 +8,18 @@
 // the bench's mixed load (docs/profiles/visitors-read-back.md).
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { upsertVisitors } from '../../src/identity/identity.repository.ts';
 import type { VisitorTouch } from '../../src/identity/visitors-upsert.repository.ts';
 import { freshDatabase, type TestDatabase } from '../support/harness.ts';
 import { testOrgId } from '../support/org-id.ts';
+import { buffersOf, explainGeneric, statementRecorder } from '../support/statements.ts';
 
 const VISITORS = 20_000;
-
-interface PlanNode {
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-}
 
 describe('identity: the visitors an upsert left unchanged are read back by their keys', () => {
   let database: TestDatabase;
   const [a, b] = [testOrgId(1), testOrgId(2)];
-  // the statements sent while `sent` is an array, with their parameters; set before the pool's clients connect
-  let sent: { text: string; values: unknown[] }[] | null = null;
-  const original = pg.Client.prototype.query;
+  let recorder: ReturnType<typeof statementRecorder>;
   const seenAt = new Date(Date.now() - 1_000);
 
   const touch = (orgId: typeof a, coreId: string): VisitorTouch => ({
@@ -42,13 +34,7 @@ describe('identity: the visitors an upsert left unchanged are read back by their
   });
 
   before(async () => {
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const first = args[0] as { text?: string; values?: unknown[] } | string;
-      const text = typeof first === 'string' ? first : first?.text;
-      const values = typeof first === 'string' ? args[1] : first?.values;
-      if (sent && typeof text === 'string') sent.push({ text, values: Array.isArray(values) ? values : [] });
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
+    recorder = statementRecorder();
     database = await freshDatabase();
     const db = database.handle.db;
     // VISITORS visitors in organisation 1 (each its own person), a few in organisation 2, all seen a second ago
@@ -63,19 +49,17 @@ describe('identity: the visitors an upsert left unchanged are read back by their
     await sql`ANALYZE visitors`.execute(db);
   });
   after(async () => {
-    pg.Client.prototype.query = original;
+    recorder.restore();
     await database.drop();
   });
 
   /** upsertVisitors of `rows` in a transaction, and the read-back statement it sent */
   async function upsert(rows: VisitorTouch[]) {
-    const statements: { text: string; values: unknown[] }[] = (sent = []);
-    try {
-      const out = await database.handle.db.transaction().execute((tx) => upsertVisitors(tx, rows));
-      return { out, readBack: statements.filter((s) => s.text.includes('false AS inserted')) };
-    } finally {
-      sent = null;
-    }
+    let out: Awaited<ReturnType<typeof upsertVisitors>> = [];
+    const statements = await recorder.during(async () => {
+      out = await database.handle.db.transaction().execute((tx) => upsertVisitors(tx, rows));
+    });
+    return { out, readBack: statements.filter((s) => s.text.includes('false AS inserted')) };
   }
 
   it('returns each unchanged visitor once with its person, across organisations, and none of another organisation', async () => {
@@ -94,24 +78,8 @@ describe('identity: the visitors an upsert left unchanged are read back by their
   it('touches a handful of buffers under the generic plan PostgreSQL caches for it', async () => {
     const { readBack } = await upsert(Array.from({ length: 20 }, (_, i) => touch(a, `v${i * 997 + 1}`)));
     expect(readBack).to.have.length(1);
-    const client = await database.handle.pool.connect();
-    try {
-      await client.query('SET plan_cache_mode = force_generic_plan');
-      await client.query(`PREPARE read_back AS ${readBack[0]!.text}`);
-      // EXECUTE takes no bind parameters: the values as untyped literals (arrays in their text form), typed by the statement
-      const literal = (v: unknown): string =>
-        Array.isArray(v) ? `${client.escapeLiteral(`{${v.map((x) => JSON.stringify(String(x))).join(',')}}`)}` : client.escapeLiteral(String(v));
-      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE read_back(${readBack[0]!.values.map(literal).join(', ')})`,
-      );
-      const plan = rows[0]!['QUERY PLAN'][0].Plan;
-      const buffers = (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
-      // 20 primary key lookups: about 3 buffers each
-      expect(buffers, JSON.stringify(plan)).to.be.lessThan(100);
-    } finally {
-      await client.query('DEALLOCATE ALL').catch(() => {});
-      await client.query('RESET plan_cache_mode').catch(() => {});
-      client.release();
-    }
+    const plan = await explainGeneric(database.handle.pool, readBack[0]!);
+    // 20 primary key lookups: about 3 buffers each
+    expect(buffersOf(plan), JSON.stringify(plan)).to.be.lessThan(100);
   });
 });

@@ -10,44 +10,28 @@
 // 20,000 delivered deliveries of one organisation and one each of 20,000
 // others, a few pending ones delivered to a real receiver, then each
 // statement the dispatcher sent explained under a forced generic plan.
-import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { buffersOf, explainGeneric, statementRecorder } from '../support/statements.ts';
 import { createIntegration, createTenant, enqueue, exportedBody } from '../support/webhook-fixtures.ts';
 
-/** pg's own conversion of a parameter to its text form (arrays, dates, buffers) */
-const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue: (v: unknown) => unknown };
-
 const STORED = 20_000;
-
-interface PlanNode {
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-}
 
 describe('webhooks: the dispatcher’s statements find deliveries by key under a generic plan', function () {
   this.timeout(60_000);
   let srv: TestServer;
   let receiver: TestReceiver;
-  let sent: { text: string; values: unknown[] }[] | null = null;
-  const original = pg.Client.prototype.query;
+  let recorder: ReturnType<typeof statementRecorder>;
 
   before(async () => {
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const first = args[0] as { text?: string; values?: unknown[] } | string;
-      const text = typeof first === 'string' ? first : first?.text;
-      const values = typeof first === 'string' ? args[1] : first?.values;
-      if (sent && typeof text === 'string') sent.push({ text, values: Array.isArray(values) ? values : [] });
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
+    recorder = statementRecorder();
     srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { dispatcher: true });
     receiver = await TestReceiver.start();
   });
   after(async () => {
-    pg.Client.prototype.query = original;
+    recorder.restore();
     await receiver.close();
     await srv.stop();
   });
@@ -69,8 +53,7 @@ describe('webhooks: the dispatcher’s statements find deliveries by key under a
       FROM generate_series(1, ${STORED}::int) g`.execute(db);
     await sql`ANALYZE deliveries`.execute(db);
 
-    const statements: { text: string; values: unknown[] }[] = (sent = []);
-    try {
+    const statements = await recorder.during(async () => {
       await enqueue(
         db,
         integration,
@@ -78,44 +61,26 @@ describe('webhooks: the dispatcher’s statements find deliveries by key under a
       );
       await receiver.waitFor(3, 10_000);
       // the outcomes are written after the receiver answered
-      for (let i = 0; i < 100 && !statements.some((s) => s.text.includes('delivery_attempts')); i++) await new Promise((r) => setTimeout(r, 20));
-    } finally {
-      sent = null;
-    }
+      for (
+        let i = 0;
+        i < 100 && !(await srv.deps.db.selectFrom('delivery_attempts').select('n').where('org_id', '=', tenant.orgId).execute()).length;
+        i++
+      ) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    });
     const claim = statements.find((s) => s.text.includes('WITH RECURSIVE') && s.text.includes('claimed AS'));
     const outcome = statements.find((s) => s.text.includes('INSERT INTO delivery_attempts') && s.text.includes('UPDATE deliveries d'));
     expect(claim, 'the claim statement').to.not.equal(undefined);
     expect(outcome, 'the outcome statement').to.not.equal(undefined);
 
-    const client = await srv.database.handle.pool.connect();
-    try {
-      for (const [name, s] of [
-        ['claim', claim!],
-        ['outcome', outcome!],
-      ] as const) {
-        await client.query('BEGIN');
-        try {
-          await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
-          await client.query(`PREPARE plan_check AS ${s.text}`);
-          // EXECUTE takes no bind parameters: each value in pg's text form, as an untyped literal
-          const literal = (v: unknown): string => {
-            const text = prepareValue(v) as string | null;
-            return text === null ? 'NULL' : client.escapeLiteral(String(text));
-          };
-          const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-            `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE plan_check(${s.values.map(literal).join(', ')})`,
-          );
-          const plan = rows[0]!['QUERY PLAN'][0].Plan;
-          const buffers = (plan['Shared Hit Blocks'] ?? 0) + (plan['Shared Read Blocks'] ?? 0);
-          // STORED deliveries fill hundreds of pages: a statement that walks them shows it
-          expect(buffers, `${name}: ${JSON.stringify(plan)}`).to.be.lessThan(150);
-        } finally {
-          await client.query('ROLLBACK');
-          await client.query('DEALLOCATE ALL');
-        }
-      }
-    } finally {
-      client.release();
+    for (const [name, statement] of [
+      ['claim', claim!],
+      ['outcome', outcome!],
+    ] as const) {
+      const plan = await explainGeneric(srv.database.handle.pool, statement);
+      // STORED deliveries fill hundreds of pages: a statement that walks them shows it
+      expect(buffersOf(plan), `${name}: ${JSON.stringify(plan)}`).to.be.lessThan(150);
     }
   });
 });
