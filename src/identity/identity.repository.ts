@@ -58,11 +58,10 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
   // the visitors left as they were: locked above, read now (unchanged, so old_corex_id = corex_id)
   const seen = new Set(out.map((r) => visitorKey(r.org_id, r.core_id)));
   const rest = rows.filter((r) => !seen.has(visitorKey(r.orgId, r.coreId)));
-  const wanted = new Set(rest.map((r) => visitorKey(r.orgId, r.coreId)));
   // Index conditions on both primary key columns, the batch's organisations and core ids as two arrays
   // (under Citus the read goes to their shards only). A join with the keys as a jsonb record set made a
-  // generic plan that hashed every visitor of the organisation, chosen while the table was small
-  // (docs/profiles/visitors-read-back.md). Across organisations the arrays may pair an organisation with
+  // generic plan that hashed every visitor of the organisation whenever the average organisation looked
+  // cheaper to scan than the keys to probe, with exact statistics too (docs/profiles/visitors-read-back.md). Across organisations the arrays may pair an organisation with
   // another's core id: such rows are dropped here.
   const orgIds = [...new Set(rest.map((r) => r.orgId))];
   const coreIds = [...new Set(rest.map((r) => r.coreId))];
@@ -71,7 +70,9 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
     FROM visitors v
     WHERE v.org_id = ANY(${orgIds}::bigint[]) AND v.core_id = ANY(${coreIds}::text[])
   `.execute(tx);
-  const kept = orgIds.length === 1 ? read : read.filter((r) => wanted.has(visitorKey(r.org_id, r.core_id)));
+  if (orgIds.length === 1) return [...out, ...read];
+  const wanted = new Set(rest.map((r) => visitorKey(r.orgId, r.coreId)));
+  const kept = read.filter((r) => wanted.has(visitorKey(r.org_id, r.core_id)));
   return [...out, ...kept];
 }
 

@@ -63,7 +63,7 @@ export const INACTIVE_ERROR = 'integration deactivated or deleted';
  * waited for the next poll: a healthy organisation's contact match arrived
  * after 1.0–1.8 s instead of a few ms, about once in 2,000 (test/webhooks/fair-shares.test.ts).
  */
-export function dueCutoff(now: Date): Date {
+function dueCutoff(now: Date): Date {
   return new Date(now.getTime() + 1);
 }
 

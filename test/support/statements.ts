@@ -7,13 +7,14 @@ import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/db/schema.ts';
 
-/** Calls `listener` with the text of every statement any pg client sends, until the returned function restores pg. */
-export function onStatements(listener: (text: string, client: pg.Client) => void): () => void {
+/** Calls `listener` with the text (and parameters) of every statement any pg client sends, until the returned function restores pg. */
+export function onStatements(listener: (text: string, client: pg.Client, values: unknown[]) => void): () => void {
   const original = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const first = args[0] as string | { text?: string };
+    const first = args[0] as string | { text?: string; values?: unknown[] };
     const text = typeof first === 'string' ? first : first?.text;
-    if (typeof text === 'string') listener(text, this);
+    const values = typeof first === 'string' ? args[1] : first?.values;
+    if (typeof text === 'string') listener(text, this, Array.isArray(values) ? values : []);
     return (original as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof pg.Client.prototype.query;
   return () => {
@@ -45,14 +46,7 @@ export interface SentStatement {
  */
 export function statementRecorder(): { during(fn: () => Promise<unknown>): Promise<SentStatement[]>; restore(): void } {
   let sent: SentStatement[] | null = null;
-  const original = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const first = args[0] as { text?: string; values?: unknown[] } | string;
-    const text = typeof first === 'string' ? first : first?.text;
-    const values = typeof first === 'string' ? args[1] : first?.values;
-    if (sent && typeof text === 'string') sent.push({ text, values: Array.isArray(values) ? values : [] });
-    return (original as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof pg.Client.prototype.query;
+  const restore = onStatements((text, _client, values) => sent?.push({ text, values }));
   return {
     async during(fn) {
       const recorded: SentStatement[] = (sent = []);
@@ -63,9 +57,7 @@ export function statementRecorder(): { during(fn: () => Promise<unknown>): Promi
         sent = null;
       }
     },
-    restore() {
-      pg.Client.prototype.query = original;
-    },
+    restore,
   };
 }
 

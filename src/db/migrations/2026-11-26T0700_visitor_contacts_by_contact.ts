@@ -7,7 +7,7 @@
 // walked the organisation's whole linked_at index: 534 buffers, 1.3–2.4 ms per
 // read at 1,000 contacts (auto_explain during `npm run bench -- --only dispatch`
 // on PostgreSQL 15), growing with every contact the organisation gains
-// (docs/profiles/visitor-contacts-by-contact.md).
+// (docs/profiles/visitors-read-back.md).
 import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
