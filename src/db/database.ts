@@ -32,9 +32,6 @@ export function createDb(connectionString: string, opts: DbOptions = {}): DbHand
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 5_000,
     application_name: opts.applicationName ?? 'trackway',
-    // a statement is written as soon as it is queued (node-postgres's pipelining):
-    // what lets a transaction's BEGIN travel with its first statement (beginWithFirstStatement)
-    pipeline: true,
   });
   // An idle client whose server went away (a restart, an admin shutdown)
   // emits 'error' on the pool; without a listener that would crash us.
@@ -45,7 +42,6 @@ export function createDb(connectionString: string, opts: DbOptions = {}): DbHand
   // flight fails on its own (answered 503); the pool drops the dead client.
   pool.on('connect', (client) => client.on('error', (err) => opts.onError?.(err)));
   pool.on('connect', preparedStatements);
-  pool.on('connect', beginWithFirstStatement);
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   let closed = false;
   return {
@@ -89,51 +85,6 @@ function preparedStatements(client: pg.PoolClient): void {
       return query({ name, text, values }, callback);
     }
     return query(text, ...rest);
-  };
-}
-
-/** The result pg gives a transaction-control statement (all Kysely reads of it). */
-const controlResult = (command: string) => Promise.resolve({ command, rowCount: null, rows: [] });
-
-/** A query without parameters or callback, as Kysely sends BEGIN, COMMIT and ROLLBACK. */
-const bare = (rest: unknown[]) => rest.length === 0 || (rest.length === 1 && Array.isArray(rest[0]) && rest[0].length === 0);
-
-/**
- * A transaction's BEGIN is not a round trip of its own: Kysely's `begin` is
- * answered at once and held back; the transaction's first statement takes it
- * along, the two written in one socket write (the client is pipelined, so
- * PostgreSQL reads them together and pg answers them in order). That
- * statement's result waits for both: if BEGIN failed, so does it (and
- * Kysely rolls back as after any failed statement). A transaction that sent
- * nothing before its COMMIT or ROLLBACK sends nothing at all.
- * Ingest batches that take a transaction are a BEGIN, one to four statements
- * and a COMMIT (docs/profiles/begin-with-first-statement.md).
- */
-function beginWithFirstStatement(client: pg.PoolClient): void {
-  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-  const stream = (client as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection.stream;
-  let held = false;
-  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (text: unknown, ...rest: unknown[]) => {
-    if (!held) {
-      if (text !== 'begin' || !bare(rest)) return query(text, ...rest);
-      held = true;
-      return controlResult('BEGIN');
-    }
-    held = false;
-    if ((text === 'commit' || text === 'rollback') && bare(rest)) return controlResult(text.toUpperCase());
-    stream.cork();
-    let begun: Promise<unknown>;
-    let result: Promise<unknown>;
-    try {
-      begun = query('begin');
-      result = query(text, ...rest);
-    } finally {
-      stream.uncork();
-    }
-    if (typeof result?.then !== 'function') return result; // a callback-style call (none of ours): its callback has the outcome
-    // the statement's own failure is reported through the chain below
-    result.catch(() => {});
-    return begun.then(() => result);
   };
 }
 
