@@ -87,7 +87,9 @@ export async function contactsLinked(db: Database, orgId: OrgId, since: Date, re
  * The contacts of several persons of one organisation in one read (an ingest
  * batch's exported events, and a person an identify of the batch changed:
  * src/identity/stitching.service.ts readContacts and contacts): each with
- * its person and the visitors that verified it, in id order.
+ * its person and the visitors that verified it, in id order. The links'
+ * organisation is the parameter, not `c.org_id`: a correlated organisation
+ * kept Citus from routing the read to one shard (it ran on all 32).
  */
 export async function contactsOfPersonsSeen(tx: Executor, orgId: OrgId, persons: readonly number[]) {
   return orgScoped(tx, orgId)
@@ -96,7 +98,7 @@ export async function contactsOfPersonsSeen(tx: Executor, orgId: OrgId, persons:
     .select(({ selectFrom }) =>
       sql<
         string[]
-      >`ARRAY(${selectFrom('visitor_contacts as vc').select('vc.core_id').whereRef('vc.org_id', '=', 'c.org_id').whereRef('vc.contact_id', '=', 'c.id').where('vc.verified', '=', true)})`.as(
+      >`ARRAY(${selectFrom('visitor_contacts as vc').select('vc.core_id').where('vc.org_id', '=', orgId).whereRef('vc.contact_id', '=', 'c.id').where('vc.verified', '=', true)})`.as(
         'verified_by',
       ),
     )
