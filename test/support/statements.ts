@@ -24,8 +24,12 @@ export function onStatements(listener: (text: string, client: pg.Client, values:
 
 /** Resolves once some session waits on a lock in a statement whose text contains `fragment` (fails after ~2 s). */
 export async function untilWaitingOnLock(db: Kysely<DB>, fragment: string, what: string): Promise<void> {
+  // on a Citus cluster the wait is on a worker, in the shard's statement: citus_lock_waits names the statement the client sent
+  const citus = (await sql`SELECT 1 FROM pg_extension WHERE extname = 'citus'`.execute(db)).rows.length === 1;
   for (let i = 0; ; i++) {
-    const waiting = await sql<{ n: string }>`
+    const waiting = citus
+      ? await sql<{ n: string }>`SELECT count(*) AS n FROM citus_lock_waits WHERE blocked_statement LIKE ${`%${fragment}%`}`.execute(db)
+      : await sql<{ n: string }>`
       SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ${`%${fragment}%`}`.execute(db);
     if (Number(waiting.rows[0]!.n) > 0) return;
     expect(i, what).to.be.lessThan(200);
@@ -80,22 +84,33 @@ const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { 
  * PostgreSQL would cache for it once prepared (plan_cache_mode =
  * force_generic_plan), in a transaction rolled back after: what a prepared
  * statement costs whatever the values of this run.
+ *
+ * On a Citus cluster (TEST_CITUS_WORKERS: test/support/citus.ts) the
+ * coordinator makes no generic plan of a distributed statement (it plans
+ * each execution for its values and refuses a forced generic plan), and the
+ * shard's plan is the worker's. There the statement must go to ONE shard
+ * (a router query; anything else fails here), and the plan returned is the
+ * one the worker makes for the shard query Citus sends it, with that
+ * worker's buffers, explained on the worker in a transaction rolled back
+ * after. Index names come back without their shard's suffix.
  */
 export async function explainGeneric(pool: pg.Pool, statement: SentStatement): Promise<PlanNode> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     try {
-      await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const citus = (await client.query(`SELECT 1 FROM pg_extension WHERE extname = 'citus'`)).rowCount === 1;
+      if (!citus) await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
       await client.query(`PREPARE plan_check AS ${statement.text}`);
       // EXECUTE takes no bind parameters: each value in pg's text form, as an untyped literal the statement types
       const literal = (v: unknown): string => {
         const text = prepareValue(v) as string | null;
         return text === null ? 'NULL' : client.escapeLiteral(String(text));
       };
-      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE plan_check(${statement.values.map(literal).join(', ')})`,
-      );
+      const literals = statement.values.map(literal);
+      const execute = `EXECUTE plan_check(${literals.join(', ')})`;
+      if (citus) return await explainOnShard(pool, client, execute, literals);
+      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${execute}`);
       return rows[0]!['QUERY PLAN'][0].Plan;
     } finally {
       await client.query('ROLLBACK');
@@ -103,5 +118,41 @@ export async function explainGeneric(pool: pg.Pool, statement: SentStatement): P
     }
   } finally {
     client.release();
+  }
+}
+
+/** The Citus side of explainGeneric: the one task's shard query, explained on its worker. */
+async function explainOnShard(pool: pg.Pool, coordinator: pg.PoolClient, execute: string, literals: string[]): Promise<PlanNode> {
+  const { rows } = await coordinator.query<{ 'QUERY PLAN': string }>(`EXPLAIN (VERBOSE, COSTS OFF) ${execute}`);
+  const text = rows.map((r) => r['QUERY PLAN']).join('\n');
+  const tasks = /Task Count: (\d+)/.exec(text);
+  expect(tasks, `a distributed plan:\n${text}`).to.not.equal(null);
+  expect(Number(tasks![1]), `the statement goes to one shard:\n${text}`).to.equal(1);
+  // a router query may keep the statement's parameters ($n) and send the values beside it: here they go in as literals (outside quoted text)
+  const query = /^\s*Query: (.*)$/m
+    .exec(text)?.[1]
+    ?.split("'")
+    .map((part, i) => (i % 2 === 1 ? part : part.replace(/\$(\d+)\b/g, (_, n: string) => literals[Number(n) - 1]!)))
+    .join("'");
+  const node = /Node: host=(\S+) port=(\d+) dbname=(\S+)/.exec(text);
+  expect(query && node, `the task's query and node:\n${text}`).to.be.ok;
+  const coordinatorUrl = new URL((pool.options as { connectionString: string }).connectionString);
+  const worker = new pg.Client({ host: node![1], port: Number(node![2]), database: node![3], user: decodeURIComponent(coordinatorUrl.username) });
+  await worker.connect();
+  try {
+    await worker.query('BEGIN');
+    try {
+      const plan = await worker.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${query!}`);
+      const unsuffixed = (n: PlanNode): PlanNode => ({
+        ...n,
+        ...(n['Index Name'] ? { 'Index Name': n['Index Name'].replace(/_\d+$/, '') } : {}),
+        ...(n.Plans ? { Plans: n.Plans.map(unsuffixed) } : {}),
+      });
+      return unsuffixed(plan.rows[0]!['QUERY PLAN'][0].Plan);
+    } finally {
+      await worker.query('ROLLBACK');
+    }
+  } finally {
+    await worker.end();
   }
 }
