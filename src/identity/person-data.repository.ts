@@ -71,7 +71,7 @@ export function contactsOfPersons(db: Executor, orgId: OrgId, persons: readonly 
       exists(
         selectFrom('visitor_contacts as vc')
           .select('vc.contact_id')
-          .whereRef('vc.org_id', '=', 'c.org_id')
+          .where('vc.org_id', '=', orgId)
           .whereRef('vc.contact_id', '=', 'c.id')
           .where('vc.verified', '=', true),
       )

@@ -24,7 +24,7 @@ export function listVisitors(db: Database, q: VisitorQuery) {
     .select(VISITOR_COLUMNS.map((c) => `v.${c}` as const));
   if (q.contactsOnly) {
     query = query.where(({ exists, selectFrom }) =>
-      exists(selectFrom('contacts as c').select('c.id').whereRef('c.org_id', '=', 'v.org_id').whereRef('c.person_id', '=', 'v.person_id')),
+      exists(selectFrom('contacts as c').select('c.id').where('c.org_id', '=', q.orgId).whereRef('c.person_id', '=', 'v.person_id')),
     );
   }
   if (q.after) {
@@ -48,7 +48,7 @@ export async function contactsOfPersons(db: Database, orgId: OrgId, persons: num
       exists(
         selectFrom('visitor_contacts as vc')
           .select('vc.contact_id')
-          .whereRef('vc.org_id', '=', 'c.org_id')
+          .where('vc.org_id', '=', orgId)
           .whereRef('vc.contact_id', '=', 'c.id')
           .where('vc.verified', '=', true),
       )

@@ -76,6 +76,36 @@ export function nonImmutableInWrite(text: string): string | null {
   return parts.find((p) => NOT_IMMUTABLE.test(p)) ?? null;
 }
 
+/** The organisation compared with a parameter (`org_id = $1`, `org_id IN ($1, …)`, `org_id = ANY ($1)`). */
+const ORG_PARAM = /\borg_id"?\s*(=|in\b)\s*(any\s*)?\(?\s*\$\d+/i;
+
+/** An organisation column equal to another table's (`vc.org_id = c.org_id`). */
+const ORG_CORRELATED = /"?\w+"?\."?org_id"?\s*=\s*"?\w+"?\."?org_id\b/i;
+
+/**
+ * A subquery (`(SELECT …)`: a sublink such as `EXISTS (…)` or `ARRAY(…)`, a
+ * derived table, a CTE body) that reads a tenant table names its organisation
+ * as a parameter itself, not only through the outer row (`vc.org_id =
+ * c.org_id`): Citus does not carry an organisation into a subquery it plans
+ * apart (a sublink in the select list), and ran such a read of contacts on
+ * all 32 shards (docs/scaling.md, the run of 26 November). Returns the
+ * offending subqueries.
+ */
+export function subqueriesWithoutOrganisation(text: string): string[] {
+  const found: string[] = [];
+  for (const m of text.matchAll(/\(\s*select\b/gi)) {
+    let depth = 0;
+    let end = m.index;
+    for (; end < text.length; end++) {
+      if (text[end] === '(') depth++;
+      else if (text[end] === ')' && --depth === 0) break;
+    }
+    const sub = text.slice(m.index + 1, end);
+    if (tenantTablesOf(sub).length > 0 && ORG_CORRELATED.test(sub) && !ORG_PARAM.test(sub)) found.push(sub.replace(/\s+/g, ' ').slice(0, 300));
+  }
+  return found;
+}
+
 describe('hot-path statements are scoped by organisation (no Citus needed)', function () {
   this.timeout(60_000);
   let srv: TestServer;
@@ -242,6 +272,10 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
       wideLocks.map((s) => s.replace(/\s+/g, ' ').slice(0, 300)),
       'locking reads over more than one organisation',
     ).to.deep.equal([]);
+    expect(
+      tenant.filter((s) => !s.includes(ALL_ORGANISATIONS)).flatMap(subqueriesWithoutOrganisation),
+      'subqueries over a tenant table that take their organisation only from the outer row',
+    ).to.deep.equal([]);
     const computedOnShards = tenant.filter((s) => nonImmutableInWrite(s) !== null);
     expect(
       computedOnShards.map((s) => s.replace(/\s+/g, ' ').slice(0, 300)),
@@ -287,5 +321,19 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     expect(namesOrganisation('select org_id from deliveries where org_id <> ALL ($1)', ['deliveries'])).to.equal(false);
     expect(namesOrganisation('/*prepare*/ INSERT INTO events (org_id, name) SELECT * FROM jsonb_to_recordset($1)', ['events'])).to.equal(true);
     expect(namesOrganisation('select * from "deliveries" where "org_id" in ($1, $2) and "id" = $3', ['deliveries'])).to.equal(true);
+  });
+
+  it('the check itself: flags a subquery over a tenant table that takes its organisation only from the outer row', () => {
+    // the contacts read Citus ran on all 32 shards: the links' organisation from the contact's row
+    const correlated = `select "c"."person_id", ARRAY((select "vc"."core_id" from "visitor_contacts" as "vc" where "vc"."org_id" = "c"."org_id"
+      and "vc"."contact_id" = "c"."id")) as "verified_by" from "contacts" as "c" where "c"."org_id" = $1 and c.person_id = ANY($2::bigint[])`;
+    expect(subqueriesWithoutOrganisation(correlated)).to.have.length(1);
+    expect(subqueriesWithoutOrganisation(correlated.replace('"vc"."org_id" = "c"."org_id"', '"vc"."org_id" = $3'))).to.deep.equal([]);
+    // a subquery over the statement's own rows (a CTE), not a tenant table, may correlate
+    expect(
+      subqueriesWithoutOrganisation(
+        'with chosen as (select 1) select 1 from deliveries p where p.org_id = $1 and not exists (select 1 from chosen c where c.org_id = p.org_id)',
+      ),
+    ).to.deep.equal([]);
   });
 });
