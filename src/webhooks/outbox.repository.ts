@@ -54,7 +54,8 @@ export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]
     FROM unnest(${rows.map((r) => r.orgId)}::bigint[], ${rows.map((r) => r.integrationId)}::bigint[],
                 ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.body)}::text[])
          WITH ORDINALITY AS r(org_id, integration_id, kind, body, ord)
-    LEFT JOIN webhook_backlog_limits l ON l.org_id = r.org_id AND l.integration_id = r.integration_id
+    LEFT JOIN webhook_backlog_limits l ON l.org_id = ANY(${[...new Set(rows.map((r) => r.orgId))]}::bigint[])
+      AND l.org_id = r.org_id AND l.integration_id = r.integration_id
     ORDER BY r.ord
   `.execute(tx);
   await sql`${sql.raw(PREPARE)}SELECT pg_notify(${DELIVERIES_CHANNEL}, ${notifyPayload(rows.map((r) => r.orgId))}::text)`.execute(tx);

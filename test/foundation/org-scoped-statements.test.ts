@@ -114,20 +114,49 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
   const seen: { db: string; text: string }[] = [];
   let recording = false;
   const original = pg.Client.prototype.query;
+  /** on a Citus cluster (TEST_CITUS_WORKERS): the recorded statements Citus ran on more than one shard, by its own warning */
+  let citus = false;
+  const multiShard: string[] = [];
+  const sending = new WeakMap<pg.Client, string>();
+  const warned = new WeakSet<pg.Client>();
 
   before(async () => {
     // before any connection is made: the pool's clients bind query when they connect
     const hook = function (this: pg.Client, ...args: unknown[]) {
       const first = args[0] as string | { text?: string };
       const text = typeof first === 'string' ? first : first?.text;
-      if (recording && typeof text === 'string' && this.database === srv.database.name) seen.push({ db: this.database, text });
+      const ours = srv !== undefined && this.database === srv.database.name;
+      if (ours && citus && !warned.has(this)) {
+        warned.add(this);
+        // Citus warns this session of every statement it splits into several shards' tasks
+        this.on('notice', (msg: { message?: string }) => {
+          if (recording && /multi-task query/.test(msg.message ?? '')) multiShard.push(sending.get(this) ?? '');
+        });
+        (original as (...a: unknown[]) => Promise<unknown>).apply(this, ['SET citus.multi_task_query_log_level = warning']).catch(() => {});
+      }
+      if (ours && typeof text === 'string') sending.set(this, text);
+      if (recording && ours && typeof text === 'string') seen.push({ db: this.database!, text });
       return (original as (...a: unknown[]) => unknown).apply(this, args);
     };
     pg.Client.prototype.query = hook as typeof pg.Client.prototype.query;
     receiver = await TestReceiver.start();
     srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { dispatcher: true, privacy: { sweepMs: 100 } });
+    citus = (await sql`SELECT 1 FROM pg_extension WHERE extname = 'citus'`.execute(srv.deps.db)).rows.length === 1;
     account = await newAccount(srv);
   });
+
+  /**
+   * On a Citus cluster, every recorded statement but ALL_ORGANISATIONS ones
+   * went to one shard (on one PostgreSQL there is nothing to see); `ofTheServer`
+   * leaves out the test's own polls.
+   */
+  function checkOneShard(ofTheServer: (text: string) => boolean = () => true): void {
+    expect(
+      multiShard.filter((s) => !s.includes(ALL_ORGANISATIONS) && ofTheServer(s)).map((s) => s.replace(/\s+/g, ' ').slice(0, 300)),
+      'statements Citus ran on several shards',
+    ).to.deep.equal([]);
+    multiShard.length = 0;
+  }
   after(async () => {
     pg.Client.prototype.query = original;
     await srv.stop();
@@ -185,6 +214,7 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
       'no batch locked visitors',
     ).to.equal(true);
     checkStatements(statements, ['visitors', 'events', 'contacts', 'deliveries', 'delivery_attempts', 'privacy_suppressions', 'bot_requests']);
+    checkOneShard();
   });
 
   it('names the organisation in every statement of privacy requests, erasure, export, notices and retention', async () => {
@@ -253,6 +283,7 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
       'deliveries',
       'delivery_attempts',
     ]);
+    checkOneShard((t) => !/count\(\*\)::int AS n FROM deliveries/.test(t));
   });
 
   /** Every statement that touches a tenant table names its organisation (or says it spans them), locks one, and computes nothing non-immutable on shards. */
