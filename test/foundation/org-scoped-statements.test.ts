@@ -32,6 +32,9 @@ export function tenantTablesOf(text: string): string[] {
   return [...found];
 }
 
+/** The organisation compared with a parameter (`org_id = $1`, `org_id IN ($1, …)`, `org_id = ANY ($1)`). */
+const ORG_PARAM = /\borg_id"?\s*(=|in\b)\s*(any\s*)?\(?\s*\$\d+/i;
+
 /**
  * Whether the statement is scoped by organisation: it compares the
  * organisation column with a parameter (`org_id = $1`, `org_id IN ($1, …)`,
@@ -40,7 +43,7 @@ export function tenantTablesOf(text: string): string[] {
  */
 export function namesOrganisation(text: string, tables: string[]): boolean {
   const insertsWithOrg = /^\s*(\/\*[^*]*\*\/\s*)*(with\b[\s\S]*?)?insert\s+into\s+"?\w+"?\s*(as\s+\w+\s*)?\([^)]*\borg_id\b/i.test(text);
-  const orgParam = /\borg_id"?\s*(=|in\b)\s*(any\s*)?\(?\s*\$\d+/i.test(text);
+  const orgParam = ORG_PARAM.test(text);
   const idParam = /\bid"?\s*(=|in\b)\s*(any\s*)?\(?\s*\$\d+/i.test(text);
   return tables.every((t) => (TENANT.get(t) === 'id' ? idParam : orgParam || insertsWithOrg));
 }
@@ -75,9 +78,6 @@ export function nonImmutableInWrite(text: string): string | null {
   if (returning && /^\s*(\/\*[^*]*\*\/\s*)*(with\b[\s\S]*?)?(insert|update|delete)\b/i.test(text)) parts.push(returning[1]!);
   return parts.find((p) => NOT_IMMUTABLE.test(p)) ?? null;
 }
-
-/** The organisation compared with a parameter (`org_id = $1`, `org_id IN ($1, …)`, `org_id = ANY ($1)`). */
-const ORG_PARAM = /\borg_id"?\s*(=|in\b)\s*(any\s*)?\(?\s*\$\d+/i;
 
 /** An organisation column equal to another table's (`vc.org_id = c.org_id`). */
 const ORG_CORRELATED = /"?\w+"?\."?org_id"?\s*=\s*"?\w+"?\."?org_id\b/i;

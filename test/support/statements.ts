@@ -137,7 +137,13 @@ async function explainOnShard(pool: pg.Pool, coordinator: pg.PoolClient, execute
   const node = /Node: host=(\S+) port=(\d+) dbname=(\S+)/.exec(text);
   expect(query && node, `the task's query and node:\n${text}`).to.be.ok;
   const coordinatorUrl = new URL((pool.options as { connectionString: string }).connectionString);
-  const worker = new pg.Client({ host: node![1], port: Number(node![2]), database: node![3], user: decodeURIComponent(coordinatorUrl.username) });
+  const worker = new pg.Client({
+    host: node![1],
+    port: Number(node![2]),
+    database: node![3],
+    user: decodeURIComponent(coordinatorUrl.username),
+    password: coordinatorUrl.password ? decodeURIComponent(coordinatorUrl.password) : undefined,
+  });
   await worker.connect();
   try {
     await worker.query('BEGIN');
