@@ -61,8 +61,8 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
   // Index conditions on both primary key columns, the batch's organisations and core ids as two arrays
   // (under Citus the read goes to their shards only). A join with the keys as a jsonb record set made a
   // generic plan that hashed every visitor of the organisation whenever the average organisation looked
-  // cheaper to scan than the keys to probe, with exact statistics too (docs/profiles/visitors-read-back.md). Across organisations the arrays may pair an organisation with
-  // another's core id: such rows are dropped here.
+  // cheaper to scan than the keys to probe, with exact statistics too (docs/profiles/visitors-read-back.md).
+  // Across organisations the arrays may pair an organisation with another's core id: such rows are dropped here.
   const orgIds = [...new Set(rest.map((r) => r.orgId))];
   const coreIds = [...new Set(rest.map((r) => r.coreId))];
   const { rows: read } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}

@@ -43,6 +43,7 @@ export interface NewDelivery {
 
 export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]): Promise<void> {
   if (rows.length === 0) return;
+  const orgIds = [...new Set(rows.map((r) => r.orgId))];
   // ids in the order given; the limits table is read by its primary key (and usually empty), for the
   // batch's organisations named as a parameter (on Citus, a join by r.org_id alone ran on every shard);
   // a fixed text with array parameters, so it is prepared once per connection
@@ -55,11 +56,11 @@ export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]
     FROM unnest(${rows.map((r) => r.orgId)}::bigint[], ${rows.map((r) => r.integrationId)}::bigint[],
                 ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.body)}::text[])
          WITH ORDINALITY AS r(org_id, integration_id, kind, body, ord)
-    LEFT JOIN webhook_backlog_limits l ON l.org_id = ANY(${[...new Set(rows.map((r) => r.orgId))]}::bigint[])
+    LEFT JOIN webhook_backlog_limits l ON l.org_id = ANY(${orgIds}::bigint[])
       AND l.org_id = r.org_id AND l.integration_id = r.integration_id
     ORDER BY r.ord
   `.execute(tx);
-  await sql`${sql.raw(PREPARE)}SELECT pg_notify(${DELIVERIES_CHANNEL}, ${notifyPayload(rows.map((r) => r.orgId))}::text)`.execute(tx);
+  await sql`${sql.raw(PREPARE)}SELECT pg_notify(${DELIVERIES_CHANNEL}, ${notifyPayload(orgIds)}::text)`.execute(tx);
 }
 
 /** Deactivating or deleting an integration stops what it has not yet delivered. */

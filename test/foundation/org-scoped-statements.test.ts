@@ -17,6 +17,7 @@ import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
+import { onCitusCluster } from '../support/citus.ts';
 import { b64url } from '../support/payload.ts';
 import type { BodyOf } from '../support/client.ts';
 
@@ -115,7 +116,7 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
   let recording = false;
   const original = pg.Client.prototype.query;
   /** on a Citus cluster (TEST_CITUS_WORKERS): the recorded statements Citus ran on more than one shard, by its own warning */
-  let citus = false;
+  const citus = onCitusCluster();
   const multiShard: string[] = [];
   const sending = new WeakMap<pg.Client, string>();
   const warned = new WeakSet<pg.Client>();
@@ -141,7 +142,6 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     pg.Client.prototype.query = hook as typeof pg.Client.prototype.query;
     receiver = await TestReceiver.start();
     srv = await startTestServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, { dispatcher: true, privacy: { sweepMs: 100 } });
-    citus = (await sql`SELECT 1 FROM pg_extension WHERE extname = 'citus'`.execute(srv.deps.db)).rows.length === 1;
     account = await newAccount(srv);
   });
 

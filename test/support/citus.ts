@@ -13,6 +13,11 @@ export interface CitusNodes {
   workers: { host: string; port: number; adminUrl: string }[];
 }
 
+/** Whether this run is on a Citus cluster (TEST_CITUS_WORKERS set): the tests that check plans and waits read the cluster's own views then. */
+export function onCitusCluster(): boolean {
+  return Boolean(process.env.TEST_CITUS_WORKERS);
+}
+
 export function citusFromEnv(adminUrl: string): CitusNodes | undefined {
   const raw = process.env.TEST_CITUS_WORKERS;
   if (!raw) return undefined;

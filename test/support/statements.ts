@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/db/schema.ts';
+import { onCitusCluster } from './citus.ts';
 
 /** Calls `listener` with the text (and parameters) of every statement any pg client sends, until the returned function restores pg. */
 export function onStatements(listener: (text: string, client: pg.Client, values: unknown[]) => void): () => void {
@@ -25,9 +26,8 @@ export function onStatements(listener: (text: string, client: pg.Client, values:
 /** Resolves once some session waits on a lock in a statement whose text contains `fragment` (fails after ~2 s). */
 export async function untilWaitingOnLock(db: Kysely<DB>, fragment: string, what: string): Promise<void> {
   // on a Citus cluster the wait is on a worker, in the shard's statement: citus_lock_waits names the statement the client sent
-  const citus = (await sql`SELECT 1 FROM pg_extension WHERE extname = 'citus'`.execute(db)).rows.length === 1;
   for (let i = 0; ; i++) {
-    const waiting = citus
+    const waiting = onCitusCluster()
       ? await sql<{ n: string }>`SELECT count(*) AS n FROM citus_lock_waits WHERE blocked_statement LIKE ${`%${fragment}%`}`.execute(db)
       : await sql<{ n: string }>`
       SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ${`%${fragment}%`}`.execute(db);
@@ -99,7 +99,7 @@ export async function explainGeneric(pool: pg.Pool, statement: SentStatement): P
   try {
     await client.query('BEGIN');
     try {
-      const citus = (await client.query(`SELECT 1 FROM pg_extension WHERE extname = 'citus'`)).rowCount === 1;
+      const citus = onCitusCluster();
       if (!citus) await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
       await client.query(`PREPARE plan_check AS ${statement.text}`);
       // EXECUTE takes no bind parameters: each value in pg's text form, as an untyped literal the statement types
