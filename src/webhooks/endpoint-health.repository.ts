@@ -4,7 +4,7 @@
 // gauge. Kysely only; every query is scoped by organisation.
 import type { Transaction } from 'kysely';
 import { sql } from 'kysely';
-import type { Database } from '../db/database.ts';
+import { ALL_ORGANISATIONS, type Database } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
 import type { HealthRow } from './circuit-breaker.rules.ts';
 import { orgScoped, type Executor, type OrgId } from '../db/tenancy.ts';
@@ -76,6 +76,7 @@ export async function countPausedEndpoints(db: Database): Promise<number> {
     .where('h.disabled_at', 'is', null)
     .where('i.active', '=', true)
     .where('i.deleted_at', 'is', null)
+    .modifyFront(sql.raw(ALL_ORGANISATIONS))
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
