@@ -52,6 +52,26 @@ export type Happening<E, I> =
     };
 
 /**
+ * A batch of identifies that nobody hears of, needing no merge, written as
+ * ONE statement outside any transaction on `db` (one statement is atomic):
+ * its visitors upserted with the contacts and links of its identifies
+ * (Stitching.identifyAloneAtOnce). For a batch of identifies only, none of
+ * an organisation notified of contact matches (nothing would be delivered),
+ * whose identifies with contacts are of one organisation and meet no other.
+ * False, with nothing written, for any other batch or when a contact it
+ * meets belongs to another person (a merge): identifyBatch, in the
+ * caller's transaction, then writes it.
+ */
+export async function identifyAtOnce(db: Executor, items: readonly (BatchEvent | BatchIdentify)[], interest: BatchInterest): Promise<boolean> {
+  const identifies: BatchIdentify[] = [];
+  for (const it of items) {
+    if (it.kind !== 'identify' || interest.notifiesContacts.has(it.orgId)) return false;
+    identifies.push(it);
+  }
+  return identifies.length > 0 && new Stitching(db).identifyAloneAtOnce(identifies);
+}
+
+/**
  * Runs identity for the whole batch; returns, in the batch's order, the
  * events of exporting organisations with their person's contacts at that
  * point, and the identifies that matched contacts for notified ones.

@@ -12,11 +12,26 @@
 // order as the two statements took them: all visitors first (the contacts'
 // ORDER BY reads the whole upsert before inserting any contact), then the
 // contacts in (type, value) order.
+//
+// Outside a transaction (`refuseMerges`: a batch of such identifies and
+// nothing else, Stitching.identifyAloneAtOnce) the statement is the whole
+// batch, unless a contact it meets belongs to another person: the two
+// persons must then be merged, which takes more statements. It then raises
+// (trackway_refuse, SQLSTATE TW001) and is undone whole, and the caller
+// writes the batch in a transaction instead (isMergeRefusal).
 import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { Executor, OrgId } from '../db/tenancy.ts';
 import { contactsThenLinks, type IdentifiedContact, type IdentifyRow, type TouchedVisitor } from './identity.repository.ts';
 import { type VisitorTouch, visitorsUpsert } from './visitors-upsert.repository.ts';
+
+/** The SQLSTATE of trackway_refuse (migration 2026-11-27T0100): the statement wrote nothing. */
+const REFUSED = 'TW001';
+
+/** Whether a `refuseMerges` statement refused (a contact of another person): nothing was written. */
+export function isMergeRefusal(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === REFUSED;
+}
 
 /** The identifies of one organisation written with the upsert (their person comes from it). */
 export type IdentifyAhead = Omit<IdentifyRow, 'person'>;
@@ -48,6 +63,7 @@ export async function upsertVisitorsIdentifying(
   orgId: OrgId,
   identifies: IdentifyAhead[],
   alongside?: RawBuilder<unknown>,
+  { refuseMerges = false }: { refuseMerges?: boolean } = {},
 ): Promise<{ visitors: TouchedVisitor[]; contacts: Map<string, (IdentifiedContact & { created: boolean })[]> }> {
   if (rows.some((r) => r.corexId !== null) || !rows.some((r) => r.force)) {
     throw new Error('upsertVisitorsIdentifying: only for a batch without corex_id that holds an identify');
@@ -76,7 +92,13 @@ export async function upsertVisitorsIdentifying(
     SELECT ${orgId}::bigint, i.core_id, c.person_id, NULL, NULL, c.id, c.type, c.value, c.created,
       EXISTS (SELECT 1 FROM l WHERE l.core_id = i.core_id AND l.contact_id = c.id AND l.inserted),
       i.verified
-    FROM c JOIN input i ON i.type = c.type AND i.value = c.value
+    FROM c JOIN input i ON i.type = c.type AND i.value = c.value${
+      refuseMerges
+        ? sql`
+    JOIN touched t ON t.org_id = ${orgId}::bigint AND t.core_id = i.core_id
+    WHERE CASE WHEN c.person_id = t.person_id THEN true ELSE trackway_refuse('a contact of another person: the persons must merge') END`
+        : sql``
+    }
   `.execute(tx);
   const visitors: TouchedVisitor[] = [];
   const contacts = new Map<string, (IdentifiedContact & { created: boolean })[]>();

@@ -28,7 +28,7 @@ import {
   upsertVisitors,
   type VisitorTouch,
 } from './identity.repository.ts';
-import { type IdentifyAhead, upsertVisitorsIdentifying } from './identify-upsert.repository.ts';
+import { type IdentifyAhead, isMergeRefusal, upsertVisitorsIdentifying } from './identify-upsert.repository.ts';
 import { mergeProfiles, type Recent, recentActivity } from './profile.service.ts';
 import { type ProfileEvent, recordedBy } from './recorded.rules.ts';
 import type { IdentifyClaim } from './verification.rules.ts';
@@ -148,6 +148,29 @@ export class Stitching {
       for (const other of await personsSharingCorex(this.tx, v.org_id, v.corex_id, self)) {
         await this.merge(v.org_id, self, other);
       }
+    }
+  }
+
+  /**
+   * A batch of identifies only, whose identifies with contacts are all of one
+   * organisation and meet no other identify of the batch: touchVisitors'
+   * one statement, with those identifies, is everything the batch writes,
+   * unless a contact belongs to another person (identify() would merge the
+   * two). Sent on the Stitching's executor as it is — the caller's database,
+   * outside any transaction: one statement is atomic — it refuses, and is
+   * undone whole, when a merge is needed. True when the batch is written;
+   * false when it is not such a batch or a merge is needed: nothing was
+   * written, and the caller takes the transaction (identifyBatch).
+   */
+  async identifyAloneAtOnce(items: readonly BatchSighting[]): Promise<boolean> {
+    const ahead = this.largestAlone(items);
+    if (!ahead || ahead.rows.length !== items.filter((it) => it.claim.contacts.length > 0).length) return false;
+    try {
+      await upsertVisitorsIdentifying(this.tx, visitorTouches(items), ahead.orgId, ahead.rows, undefined, { refuseMerges: true });
+      return true;
+    } catch (err) {
+      if (isMergeRefusal(err)) return false;
+      throw err;
     }
   }
 

@@ -6,7 +6,11 @@
 //      (FanOut.forOrganisations, from the target cache);
 //   2. a plain batch (src/tracking/plain-batch.service.ts: events that need no person
 //      and cause no delivery) is one statement, outside any transaction;
-//   3. any other, in ONE transaction (processBatch): the events inserted
+//   3. a batch of identifies that needs no merge of persons and causes no
+//      delivery is one statement as well (identity's identifyAtOnce: it
+//      writes nothing when a merge turns out to be needed, and the batch
+//      takes the transaction below);
+//   4. any other, in ONE transaction (processBatch): the events inserted
 //      (ahead of identity when exports need their ids; otherwise carried by
 //      the visitors upsert), identity run once for the batch
 //      (src/identity/batch.service.ts identifyBatch), which returns what
@@ -18,7 +22,7 @@
 // contacts, webhooks owns fan-out, privacy the screening.
 import type { Database } from '../db/database.ts';
 import type { Tx } from '../db/tenancy.ts';
-import { identifyBatch } from '../identity/batch.service.ts';
+import { identifyAtOnce, identifyBatch } from '../identity/batch.service.ts';
 import { BatchPrivacy, type PrivacyDeps } from '../privacy/ingest-privacy.service.ts';
 import { type ContactMatch, type EventToExport, FanOut } from '../webhooks/fan-out.service.ts';
 import type { TargetCache } from '../webhooks/targets.service.ts';
@@ -53,6 +57,8 @@ export async function storeBatch(deps: BatchDeps, db: Database, submitted: Inges
   const batch = await prepareBatch(deps, db, submitted);
   if (batch.items.length === 0) return;
   if (isPlainBatch(batch.items, (orgId) => batch.fanOut.exportsEvents.has(orgId))) return storePlainBatch(db, batch.items);
+  // identifies only, that need no merge and cause no delivery: one statement too (or nothing written, and the transaction below)
+  if (await identifyAtOnce(db, batch.items, batch.fanOut)) return;
   await db.transaction().execute((tx) => processBatch(tx, batch));
 }
 

@@ -7,7 +7,9 @@
 import { expect } from 'chai';
 import pg from 'pg';
 import { verifyIdentify } from '../../src/identity/verification.rules.ts';
-import { prepareBatch, processBatch } from '../../src/tracking/batch.service.ts';
+import { isMergeRefusal, upsertVisitorsIdentifying } from '../../src/identity/identify-upsert.repository.ts';
+import { visitorTouches } from '../../src/identity/stitching.service.ts';
+import { prepareBatch, processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
 import type { IngestItem } from '../../src/tracking/ingest.types.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
@@ -305,6 +307,114 @@ describe('identity: identifies written together give what one by one gives', () 
       [`${run}-v3`, null],
       [`${run}-w`, null],
     ]);
+  });
+
+  // storeBatch as ingest runs it: a batch of identifies only, that nobody is told of, goes without a transaction
+  const store = (its: IngestItem[]) => storeBatch(srv.deps, srv.deps.db, its);
+
+  /** An organisation without integrations (nobody hears of its identifies), its caches filled. */
+  async function quietShop() {
+    const { id: org, domain } = (await newMerchant(srv, account)).organisation;
+    const policy = (await srv.deps.organisations.policy(org))!;
+    const s = { org, domain, policy };
+    await store(items(s, 'warm', [{ visitor: 'w', event: 'view' }]));
+    return s;
+  }
+
+  /** The statements of the connection that sent the visitors upsert with contacts, as 'upsert', 'begin', 'commit'… */
+  function ofUpsertsConnection(): string[] {
+    const client = sent.find((x) => upsertLike(x.text))?.client;
+    return sent.filter((x) => x.client === client).map((x) => (upsertLike(x.text) ? 'upsert' : x.text));
+  }
+
+  it('a batch of identifies only, that nobody is told of, is one statement outside any transaction', async () => {
+    const run = unique('t');
+    const [quiet, alone] = [await quietShop(), await quietShop()];
+    const steps: Step[] = [
+      { visitor: 'v1', identify: { email: 'one@example.com', name: 'One' } },
+      { visitor: 'v2', identify: { email: 'two@example.com', phone: '+44 20 7946 0002' } },
+      { visitor: 'v3', identify: { name: 'Three' } },
+    ];
+    expect(await contactInserts(() => store(items(quiet, run, steps)))).to.equal(1);
+    expect(ofUpsertsConnection()).to.deep.equal(['upsert']);
+    expect(texts()).to.not.include('begin');
+    for (const it of items(alone, run, steps)) await batch([it]);
+    const [got, want] = [await state(quiet), await state(alone)];
+    expect(got).to.deep.equal(want);
+    expect(got.links).to.have.length(3);
+    expect(got.names).to.deep.include([`${run}-v3`, 'Three']);
+  });
+
+  it('a contact of another person: the one statement is refused and undone, and the transaction merges the two', async () => {
+    const run = unique('t');
+    const [quiet, alone] = [await quietShop(), await quietShop()];
+    const before: Step[] = [{ visitor: 'k', identify: { email: 'known@example.com' } }];
+    const steps: Step[] = [
+      { visitor: 'v1', identify: { email: 'new@example.com' } },
+      // a known contact: v3 joins k's person
+      { visitor: 'v3', identify: { email: 'known@example.com', name: 'Three' } },
+    ];
+    for (const s of [quiet, alone]) for (const it of items(s, run, before)) await batch([it]);
+    await contactInserts(() => store(items(quiet, run, steps)));
+    // the refused statement, then the batch in a transaction (its upsert is the same statement without the refusal)
+    const ofBatch = sent.map((x) => x.text).filter((t) => upsertLike(t) || t === 'begin' || t === 'commit' || t === 'rollback');
+    expect(ofBatch.map((t) => (upsertLike(t) ? (/trackway_refuse/.test(t) ? 'refusing upsert' : 'upsert') : t))).to.deep.equal([
+      'refusing upsert',
+      'begin',
+      'upsert',
+      'commit',
+    ]);
+    for (const it of items(alone, run, steps)) await batch([it]);
+    const [got, want] = [await state(quiet), await state(alone)];
+    expect(got).to.deep.equal(want);
+    expect(got.persons).to.deep.include([`${run}-k`, `${run}-v3`]);
+    expect(got.names).to.deep.include([`${run}-v3`, 'Three']);
+  });
+
+  it('the refused statement leaves nothing: no visitor, contact, link or person of it', async () => {
+    const run = unique('t');
+    const s = await quietShop();
+    for (const it of items(s, run, [{ visitor: 'k', identify: { email: 'known@example.com' } }])) await batch([it]);
+    const its = items(s, run, [
+      { visitor: 'v1', identify: { email: 'fresh@example.com', name: 'One' } },
+      { visitor: 'v2', identify: { email: 'known@example.com' } },
+    ]) as Extract<IngestItem, { kind: 'identify' }>[];
+    const ahead = its.map((it) => ({ coreId: it.coreId, contacts: it.claim.contacts }));
+    const db = srv.deps.db;
+    const persons = async () => Number((await db.selectFrom('persons').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', s.org).executeTakeFirstOrThrow()).n);
+    const before = { state: await state(s), persons: await persons() };
+    const refused = await upsertVisitorsIdentifying(db, visitorTouches(its), s.org, ahead, undefined, { refuseMerges: true }).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(isMergeRefusal(refused), String(refused)).to.equal(true);
+    expect({ state: await state(s), persons: await persons() }).to.deep.equal(before);
+    // the same statement without the refusal writes them (what the transaction then merges)
+    await upsertVisitorsIdentifying(db, visitorTouches(its), s.org, ahead);
+    expect((await state(s)).links).to.have.length(3);
+  });
+
+  it('identifies of an organisation told of contact matches, or with an event, take the transaction', async () => {
+    const run = unique('t');
+    const told = await shop();
+    // its caches filled (targets, policy)
+    await store(items(told, 'warm', [{ visitor: 'w', event: 'view' }]));
+    const quiet = await quietShop();
+    await contactInserts(() => store(items(told, run, [{ visitor: 'v1', identify: { email: 'one@example.com' } }])));
+    // then the recent activity read and the outbox, in the transaction
+    const statements = ofUpsertsConnection();
+    expect(statements.slice(0, 2)).to.deep.equal(['begin', 'upsert']);
+    expect(statements.at(-1)).to.equal('commit');
+    expect((await state(told)).deliveries.map(([kind]) => kind)).to.deep.equal(['matched']);
+    await contactInserts(() =>
+      store(
+        items(quiet, run, [
+          { visitor: 'v1', identify: { email: 'one@example.com' } },
+          { visitor: 'v2', event: 'view' },
+        ]),
+      ),
+    );
+    expect(ofUpsertsConnection()).to.deep.equal(['begin', 'upsert', 'commit']);
   });
 });
 
