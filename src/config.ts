@@ -42,6 +42,16 @@ export const DEFAULT_TRACKING_LIMITS: TrackingLimits = {
 /** scrypt cost as log2 N (PASSWORD_HASH_COST); 17 is N = 2^17, 128 MiB and ~0.5 s per hash. */
 export const DEFAULT_PASSWORD_HASH_COST = 17;
 
+/**
+ * Ingest batches being written at once per host (INGEST_IN_FLIGHT): one
+ * commits while the next fills, as the durable limit's server does. The
+ * workers share it, each with at least one (src/cluster/pool-size.ts
+ * workerIngestInFlight): two workers write one batch each, a single process
+ * two. More in flight makes smaller batches, which cost PostgreSQL more per
+ * event (BENCHMARKS.md, "Batches in flight per host").
+ */
+export const DEFAULT_INGEST_IN_FLIGHT = 2;
+
 export interface Config {
   port: number;
   host: string;
@@ -67,6 +77,8 @@ export interface Config {
   webhookDispatchSlot: { index: number; count: number } | undefined;
   /** WEBHOOK_DISPATCH_WORKERS: how many of `serve --workers N`'s workers run a dispatcher (workers 1..k; default 1); undefined = every worker */
   webhookDispatchWorkers: number | undefined;
+  /** INGEST_IN_FLIGHT: ingest batches being written at once on this host, shared by its workers (each has at least one) */
+  ingestInFlight: number;
   logLevel: string;
   /** failed logins allowed per (email, client address) in a window; undefined = off */
   loginRateLimit: RateLimit | undefined;
@@ -304,6 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookLeaseMarginMs: parseDuration('WEBHOOK_LEASE_MARGIN', str(env, 'WEBHOOK_LEASE_MARGIN') ?? '30s'),
     webhookDispatchSlot: dispatchSlot(str(env, 'WEBHOOK_DISPATCH_SLOT')),
     webhookDispatchWorkers: dispatchWorkers(str(env, 'WEBHOOK_DISPATCH_WORKERS')),
+    ingestInFlight: int(env, 'INGEST_IN_FLIGHT', DEFAULT_INGEST_IN_FLIGHT, 1, 64),
     logLevel,
     loginRateLimit,
     // LOGIN_RATE_LIMIT=off turns both login limits off unless this one is set

@@ -44,6 +44,8 @@ export interface ServeOptions {
   bootstrap?: boolean;
   /** a cluster worker's number, sent as X-Trackway-Worker on every response */
   worker?: number;
+  /** ingest batches this process writes at once (default: INGEST_IN_FLIGHT, the host's, for a single process) */
+  ingestInFlight?: number;
   /** the process's metrics (default: a new registry) */
   metrics?: Metrics;
   /** the privacy runner's timings (defaults otherwise); it runs where the jobs or a dispatcher run */
@@ -60,7 +62,13 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function buildDeps(config: Config, db: Database, log: Logger, metrics: Metrics = createMetrics()): Promise<Deps> {
+export async function buildDeps(
+  config: Config,
+  db: Database,
+  log: Logger,
+  metrics: Metrics = createMetrics(),
+  ingestInFlight = config.ingestInFlight,
+): Promise<Deps> {
   const cipher = loadCipher(config.secretKey, config.dataDir);
   // what older versions kept in clear is sealed before anything reads it
   await sealSecretsAtRest(db, cipher, log);
@@ -70,7 +78,7 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
   const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
   const subjects = new SubjectHasher(cipher);
   // known bots are answered without being queued (README "Bots")
-  const ingest = keepBotsOut(createIngestor({ db, log, metrics, targets, subjects }), new BotTally(db, log, metrics));
+  const ingest = keepBotsOut(createIngestor({ db, log, metrics, targets, subjects }, { maxConcurrent: ingestInFlight }), new BotTally(db, log, metrics));
   // one set of tracking limits for the process: the fast path and the Koa handlers charge the same buckets
   const trackingLimits = createTrafficLimits('tracking', config.trackingLimits, metrics.trackingRefused);
   const analyticsLimits = createTrafficLimits('analytics', config.trackingLimits);
@@ -79,7 +87,7 @@ export async function buildDeps(config: Config, db: Database, log: Logger, metri
 
 /** Everything that needs the database and HTTP, on an already-open database. */
 export async function startOnDatabase(config: Config, handle: DbHandle, log: Logger, opts: ServeOptions): Promise<RunningServer> {
-  const deps = await buildDeps(config, handle.db, log, opts.metrics);
+  const deps = await buildDeps(config, handle.db, log, opts.metrics, opts.ingestInFlight);
   const jobs = opts.jobs ?? true;
   if (config.bootstrap && opts.bootstrap !== false) {
     const made = await ensurePlatformAccount(deps, { ...config.bootstrap, name: '' });

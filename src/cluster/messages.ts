@@ -14,6 +14,8 @@ export interface StartMessage {
   worker: number;
   databaseUrl: string;
   poolSize: number;
+  /** ingest batches written at once by this worker (its share of INGEST_IN_FLIGHT: workerIngestInFlight) */
+  ingestInFlight: number;
   /** a webhook dispatcher runs here (workers 1..k: WEBHOOK_DISPATCH_WORKERS, default every worker, unless --no-dispatcher) */
   dispatcher: boolean;
   /** k: the host's dispatchers, which split its caps (src/webhooks/host-split.rules.ts) */

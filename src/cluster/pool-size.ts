@@ -33,3 +33,11 @@ export function workerPoolSize(maxConnections: number, workers: number): number 
   }
   return Math.min(SERVE_POOL_SIZE, share);
 }
+
+/**
+ * The ingest batches each of `workers` workers writes at once: the host's
+ * INGEST_IN_FLIGHT shared among them, at least one each.
+ */
+export function workerIngestInFlight(hostInFlight: number, workers: number): number {
+  return Math.max(1, Math.round(hostInFlight / workers));
+}

@@ -21,7 +21,7 @@ import { loadCipher, loadJwtSecret } from '../platform/secrets.service.ts';
 import type { ServeOptions } from '../server.ts';
 import { MetricsAggregator } from './cluster-metrics.ts';
 import { type HelloMessage, isMessage, type ReadyMessage, type StartMessage } from './messages.ts';
-import { workerPoolSize } from './pool-size.ts';
+import { workerIngestInFlight, workerPoolSize } from './pool-size.ts';
 import { workerExecArgv } from './worker-flags.ts';
 import { GeoIpError, prepareGeoRanges } from '../geo/geo.service.ts';
 import { dispatchersFor } from '../webhooks/host-split.rules.ts';
@@ -121,6 +121,7 @@ export async function runPrimary(config: Config, log: Logger, opts: ServeOptions
           worker: slot.n,
           databaseUrl: location.url,
           poolSize,
+          ingestInFlight: workerIngestInFlight(config.ingestInFlight, workers),
           // concurrent dispatchers are safe: a claim is a lease (claims.repository.ts)
           dispatcher: opts.dispatcher && slot.n <= dispatchers,
           dispatchers,

@@ -68,6 +68,7 @@ export async function runWorker(config: Config, baseLog: Logger, opts: ServeOpti
       jobs: start.jobs,
       bootstrap: false,
       worker: start.worker,
+      ingestInFlight: start.ingestInFlight,
       metrics,
     });
   } catch (e) {
@@ -78,6 +79,6 @@ export async function runWorker(config: Config, baseLog: Logger, opts: ServeOpti
     await running.close();
     await handle.close();
   };
-  log.info({ pid: process.pid, pool: start.poolSize, dispatcher: start.dispatcher, jobs: start.jobs }, 'worker serving');
+  log.info({ pid: process.pid, pool: start.poolSize, ingestInFlight: start.ingestInFlight, dispatcher: start.dispatcher, jobs: start.jobs }, 'worker serving');
   process.send!({ type: 'trackway:ready' } satisfies ReadyMessage);
 }

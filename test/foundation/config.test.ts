@@ -44,6 +44,9 @@ describe('config', () => {
     expect(c.webhookDispatchWorkers).to.equal(1);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: '2' }).webhookDispatchWorkers).to.equal(2);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: 'all' }).webhookDispatchWorkers).to.equal(undefined);
+    // two ingest batches in flight per host, shared by its workers
+    expect(c.ingestInFlight).to.equal(2);
+    expect(loadConfig({ INGEST_IN_FLIGHT: '4' }).ingestInFlight).to.equal(4);
     // the embedded PostgreSQL takes a free port unless TRACKWAY_PG_PORT pins it
     expect(c.pgPort).to.equal(undefined);
     expect(loadConfig({ TRACKWAY_PG_PORT: '5433' }).pgPort).to.equal(5433);
@@ -70,6 +73,8 @@ describe('config', () => {
     [{ METRICS_TOKEN: 'short' }, /^METRICS_TOKEN: must be at least 16/],
     [{ WEBHOOK_CONCURRENCY: '0' }, /^WEBHOOK_CONCURRENCY: 0 is outside 1..1024$/],
     [{ WEBHOOK_CONCURRENCY: '200', WEBHOOK_ORGANISATION_SHARE: '100' }, /^WEBHOOK_CONCURRENCY: must be at most WEBHOOK_ORGANISATION_SHARE$/],
+    [{ INGEST_IN_FLIGHT: '0' }, /^INGEST_IN_FLIGHT: 0 is outside 1..64$/],
+    [{ INGEST_IN_FLIGHT: 'many' }, /^INGEST_IN_FLIGHT: "many" is not a whole number$/],
     [{ WEBHOOK_DISPATCH_WORKERS: '0' }, /^WEBHOOK_DISPATCH_WORKERS: "0" is not a whole number from 1 to 64 \(or all\)$/],
     [{ WEBHOOK_ORGANISATION_SHARE: '600' }, /^WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY less WEBHOOK_DISPATCH_RESERVE$/],
     [{ WEBHOOK_DISPATCH_RESERVE: '512' }, /^WEBHOOK_DISPATCH_RESERVE: must be less than WEBHOOK_DISPATCH_CAPACITY$/],

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { ConfigError } from '../../src/config.ts';
-import { defaultWorkers, workerPoolSize } from '../../src/cluster/pool-size.ts';
+import { defaultWorkers, workerIngestInFlight, workerPoolSize } from '../../src/cluster/pool-size.ts';
 import { WORKER_V8_FLAGS, workerExecArgv } from '../../src/cluster/worker-flags.ts';
 import { createDb, type DbHandle } from '../../src/db/database.ts';
 import { runningPostmaster, startEmbedded } from '../../src/db/embedded.ts';
@@ -119,6 +119,12 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     expect(workerPoolSize(200, 8)).to.equal(11); // 8 × (11 + LISTEN) = 96 ≤ 100
     expect(workerPoolSize(100, 4)).to.equal(11); // PostgreSQL's default max_connections
     expect(() => workerPoolSize(100, 16)).to.throw(ConfigError, /max_connections \(100\) leaves 2 connections per worker/);
+  });
+
+  it('shares the host’s ingest batches in flight (INGEST_IN_FLIGHT) among the workers, at least one each', () => {
+    // the default of 2: a single process writes two at once, each of two workers one
+    expect([1, 2, 4, 8].map((workers) => workerIngestInFlight(2, workers))).to.deep.equal([2, 1, 1, 1]);
+    expect([1, 2, 3, 8].map((workers) => workerIngestInFlight(8, workers))).to.deep.equal([8, 4, 3, 1]);
   });
 
   it('gives the workers a tighter old generation, unless the command line sets the flag itself', () => {
@@ -277,11 +283,12 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     pids = [Number(m![1]), Number(m![2])];
     // each worker logs "worker serving" on its own stdout: the banner may be read before the second one
     const servingLines = () => [
-      ...out.matchAll(/"worker":(\d),"pid":\d+,"pool":\d+,"dispatcher":(true|false),"jobs":(true|false),"msg":"worker serving"/g),
+      ...out.matchAll(/"worker":(\d),"pid":\d+,"pool":\d+,"ingestInFlight":(\d+),"dispatcher":(true|false),"jobs":(true|false),"msg":"worker serving"/g),
     ];
     await until(() => servingLines().length >= 2 || server!.exitCode !== null, 30_000, 'both workers to log that they serve');
     const serving = servingLines();
-    expect(serving.map((s) => `${s[1]} ${s[2]} ${s[3]}`).sort(), out).to.deep.equal(['1 true true', '2 true false']);
+    // and the host's two ingest batches in flight (INGEST_IN_FLIGHT's default) are one per worker
+    expect(serving.map((s) => `${s[1]} ${s[2]} ${s[3]} ${s[4]}`).sort(), out).to.deep.equal(['1 1 true true', '2 1 true false']);
     server.kill('SIGTERM');
     expect(await exitOf(server), out).to.equal(0);
     expect(pids.filter(alive), 'worker processes left').to.deep.equal([]);
