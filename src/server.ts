@@ -78,7 +78,10 @@ export async function buildDeps(
   const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
   const subjects = new SubjectHasher(cipher);
   // known bots are answered without being queued (README "Bots")
-  const ingest = keepBotsOut(createIngestor({ db, log, metrics, targets, subjects }, { maxConcurrent: ingestInFlight }), new BotTally(db, log, metrics));
+  const ingest = keepBotsOut(
+    createIngestor({ db, log, metrics, targets, subjects }, { maxConcurrent: ingestInFlight }),
+    new BotTally(db, log, metrics),
+  );
   // one set of tracking limits for the process: the fast path and the Koa handlers charge the same buckets
   const trackingLimits = createTrafficLimits('tracking', config.trackingLimits, metrics.trackingRefused);
   const analyticsLimits = createTrafficLimits('analytics', config.trackingLimits);

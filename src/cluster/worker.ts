@@ -79,6 +79,9 @@ export async function runWorker(config: Config, baseLog: Logger, opts: ServeOpti
     await running.close();
     await handle.close();
   };
-  log.info({ pid: process.pid, pool: start.poolSize, ingestInFlight: start.ingestInFlight, dispatcher: start.dispatcher, jobs: start.jobs }, 'worker serving');
+  log.info(
+    { pid: process.pid, pool: start.poolSize, ingestInFlight: start.ingestInFlight, dispatcher: start.dispatcher, jobs: start.jobs },
+    'worker serving',
+  );
   process.send!({ type: 'trackway:ready' } satisfies ReadyMessage);
 }

@@ -283,7 +283,9 @@ describe('trackway serve --workers 2 (node:cluster)', function () {
     pids = [Number(m![1]), Number(m![2])];
     // each worker logs "worker serving" on its own stdout: the banner may be read before the second one
     const servingLines = () => [
-      ...out.matchAll(/"worker":(\d),"pid":\d+,"pool":\d+,"ingestInFlight":(\d+),"dispatcher":(true|false),"jobs":(true|false),"msg":"worker serving"/g),
+      ...out.matchAll(
+        /"worker":(\d),"pid":\d+,"pool":\d+,"ingestInFlight":(\d+),"dispatcher":(true|false),"jobs":(true|false),"msg":"worker serving"/g,
+      ),
     ];
     await until(() => servingLines().length >= 2 || server!.exitCode !== null, 30_000, 'both workers to log that they serve');
     const serving = servingLines();

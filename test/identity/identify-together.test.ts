@@ -381,7 +381,16 @@ describe('identity: identifies written together give what one by one gives', () 
     ]) as Extract<IngestItem, { kind: 'identify' }>[];
     const ahead = its.map((it) => ({ coreId: it.coreId, contacts: it.claim.contacts }));
     const db = srv.deps.db;
-    const persons = async () => Number((await db.selectFrom('persons').select((eb) => eb.fn.countAll().as('n')).where('org_id', '=', s.org).executeTakeFirstOrThrow()).n);
+    const persons = async () =>
+      Number(
+        (
+          await db
+            .selectFrom('persons')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('org_id', '=', s.org)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     const before = { state: await state(s), persons: await persons() };
     const refused = await upsertVisitorsIdentifying(db, visitorTouches(its), s.org, ahead, undefined, { refuseMerges: true }).then(
       () => null,
