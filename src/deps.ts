@@ -9,6 +9,7 @@ import type { TrafficLimits } from './http/traffic-limits.ts';
 import type { Logger } from './log.ts';
 import type { Cipher } from './platform/secrets.service.ts';
 import type { Location } from './db/schema.ts';
+import type { FreshVisitors } from './identity/fresh-visitors.service.ts';
 import type { OrganisationDirectory } from './platform/organisation-directory.service.ts';
 import type { SubjectHasher } from './privacy/subject-hash.crypto.ts';
 import type { Tokens } from './platform/tokens.crypto.ts';
@@ -36,4 +37,6 @@ export interface Deps {
   analyticsLimits: TrafficLimits;
   /** keyed hashes of privacy subjects (emails, phones, core_ids): the suppression list's key */
   subjects: SubjectHasher;
+  /** the visitors this process wrote lately (identity): the plain batch leaves out touches that would not change them; erasures forget them */
+  freshVisitors: FreshVisitors;
 }

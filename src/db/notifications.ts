@@ -14,13 +14,16 @@ export const INTEGRATIONS_CHANNEL = 'trackway_integrations';
 export const ORGANISATIONS_CHANNEL = 'trackway_organisations';
 /** A privacy request was queued (privacy): wake the privacy runner (src/privacy/runner.worker.ts). */
 export const PRIVACY_CHANNEL = 'trackway_privacy';
+/** Visitors of an organisation were deleted (identity: erasure, retention): forget what is remembered of them (src/identity/fresh-visitors.service.ts). */
+export const VISITORS_CHANNEL = 'trackway_visitors';
 
 type Listener = (payload: string) => void;
 
 export interface Notifications {
   /** calls fn for every notification on the channel; returns an unsubscribe */
   on(
-    channel: typeof DELIVERIES_CHANNEL | typeof INTEGRATIONS_CHANNEL | typeof ORGANISATIONS_CHANNEL | typeof PRIVACY_CHANNEL,
+    channel:
+      typeof DELIVERIES_CHANNEL | typeof INTEGRATIONS_CHANNEL | typeof ORGANISATIONS_CHANNEL | typeof PRIVACY_CHANNEL | typeof VISITORS_CHANNEL,
     fn: Listener,
   ): () => void;
   /** calls fn after every successful (re)connect, when notifications may have been missed */
@@ -30,7 +33,7 @@ export interface Notifications {
   close(): Promise<void>;
 }
 
-const CHANNELS = [DELIVERIES_CHANNEL, INTEGRATIONS_CHANNEL, ORGANISATIONS_CHANNEL, PRIVACY_CHANNEL];
+const CHANNELS = [DELIVERIES_CHANNEL, INTEGRATIONS_CHANNEL, ORGANISATIONS_CHANNEL, PRIVACY_CHANNEL, VISITORS_CHANNEL];
 const HEARTBEAT_MS = 30_000;
 
 export function startNotifications(connectionString: string, log: Logger): Notifications {

@@ -4,6 +4,7 @@
 // function runs in the caller's short transaction and touches a bounded set
 // of rows; every statement names its organisation.
 import { sql } from 'kysely';
+import { VISITORS_CHANNEL } from '../db/notifications.ts';
 import type { Tx, OrgId } from '../db/tenancy.ts';
 import { orgScoped } from '../db/tenancy.ts';
 import type { ContactType } from './normalise.rules.ts';
@@ -19,11 +20,17 @@ export async function lockVisitors(tx: Tx, orgId: OrgId, coreIds: readonly strin
   await sql`SELECT core_id FROM visitors WHERE org_id = ${orgId}::bigint AND core_id = ANY(${coreIds}::text[]) FOR UPDATE`.execute(tx);
 }
 
-/** Deletes the visitors' links to contacts and the visitors themselves (name, user agent, location with them); how many visitors. */
+/**
+ * Deletes the visitors' links to contacts and the visitors themselves (name,
+ * user agent, location with them); how many visitors. Every process hears of
+ * it when the transaction commits (VISITORS_CHANNEL): what they remember of
+ * the organisation's visitors (fresh-visitors.service.ts) no longer holds.
+ */
 export async function deleteVisitors(tx: Tx, orgId: OrgId, coreIds: readonly string[]): Promise<number> {
   if (coreIds.length === 0) return 0;
   await orgScoped(tx, orgId).deleteFrom('visitor_contacts').where('core_id', 'in', coreIds).execute();
   const r = await orgScoped(tx, orgId).deleteFrom('visitors').where('core_id', 'in', coreIds).executeTakeFirst();
+  await sql`SELECT pg_notify(${VISITORS_CHANNEL}, ${String(orgId)})`.execute(tx);
   return Number(r.numDeletedRows);
 }
 

@@ -22,6 +22,7 @@
 // The anchors (visitors, contacts) go last: a run that stops half-way finds
 // the rest again through them (and through the persons it recorded).
 import type { Database } from '../db/database.ts';
+import type { FreshVisitors } from '../identity/fresh-visitors.service.ts';
 import type { PrivacyCounts } from '../db/schema.ts';
 import type { Tx, OrgId } from '../db/tenancy.ts';
 import {
@@ -50,6 +51,8 @@ export type Step = (fn: (tx: Tx) => Promise<Partial<PrivacyCounts>>) => Promise<
 export interface EraserDeps {
   db: Database;
   subjects: SubjectHasher;
+  /** this process's memory of visitors it wrote: forgotten for the organisation once its visitors are deleted (the others hear VISITORS_CHANNEL) */
+  freshVisitors?: FreshVisitors;
 }
 
 export const NO_COUNTS: PrivacyCounts = { persons: 0, visitors: 0, contacts: 0, events: 0, deliveries: 0 };
@@ -133,12 +136,16 @@ export class Eraser {
   async visitors(coreIds: readonly string[]): Promise<void> {
     for (const part of chunks(coreIds, this.batch)) {
       await this.events(part);
+      // before and after: a batch of this process that chose its visitors in between sends these again
+      this.deps.freshVisitors?.forget(this.orgId);
       await this.step(async (tx) => {
         await lockVisitors(tx, this.orgId, part);
         // what arrived since the last batch above (usually nothing)
         const events = await deleteEventsOfVisitors(tx, this.orgId, part);
         return { events, visitors: await deleteVisitors(tx, this.orgId, part) };
       });
+      // committed: this process's batches send these visitors' touches again (and make them anew)
+      this.deps.freshVisitors?.forget(this.orgId);
     }
   }
 

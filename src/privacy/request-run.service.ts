@@ -11,18 +11,16 @@ import type { PrivacyCounts } from '../db/schema.ts';
 import { personOfContact, personOfVisitor } from '../identity/person-records.service.ts';
 import type { Logger } from '../log.ts';
 import type { Cipher } from '../platform/secrets.service.ts';
-import { addCounts, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.service.ts';
+import { addCounts, Eraser, type EraserDeps, NO_COUNTS, RunStopped, type Step } from './eraser.service.ts';
 import { buildExport, EXPORT_KEEP_MS } from './export.service.ts';
 import { advance, claimNext, type ClaimedRequest, type Fence, finishRequest, releaseClaim } from './requests.repository.ts';
-import type { Subject, SubjectHasher } from './subject-hash.crypto.ts';
+import type { Subject } from './subject-hash.crypto.ts';
 import type { OrgId } from '../db/tenancy.ts';
 
 export const MAX_ATTEMPTS = 10;
 
-export interface RunDeps {
-  db: Database;
+export interface RunDeps extends EraserDeps {
   cipher: Cipher;
-  subjects: SubjectHasher;
   log: Logger;
 }
 

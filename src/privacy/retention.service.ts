@@ -6,18 +6,14 @@
 // entries and export results with it. A person still seen on another visitor
 // keeps its contacts and profile and loses only the old visitors (their
 // events, links and rows). Run hourly by the privacy runner.
-import type { Database } from '../db/database.ts';
 import type { PrivacyCounts } from '../db/schema.ts';
 import { personsSeenSince, visitorsNotSeenSince } from '../identity/person-records.service.ts';
 import { organisationsWithRetention } from '../platform/organisation-settings.service.ts';
-import { addCounts, ERASE_BATCH, Eraser, NO_COUNTS, RunStopped, type Step } from './eraser.service.ts';
-import type { SubjectHasher } from './subject-hash.crypto.ts';
+import { addCounts, ERASE_BATCH, Eraser, type EraserDeps, NO_COUNTS, RunStopped, type Step } from './eraser.service.ts';
 import type { OrgId } from '../db/tenancy.ts';
 
-export interface RetentionDeps {
-  db: Database;
-  subjects: SubjectHasher;
-}
+/** The eraser's (the process's memory of fresh visitors included). */
+export type RetentionDeps = EraserDeps;
 
 export interface RetentionRun {
   /** what was erased, per organisation that had anything to erase */

@@ -5,7 +5,8 @@
 //      organisations export events or are notified of contact matches
 //      (FanOut.forOrganisations, from the target cache);
 //   2. a plain batch (src/tracking/plain-batch.service.ts: events that need no person
-//      and cause no delivery) is one statement, outside any transaction;
+//      and cause no delivery) is one statement, outside any transaction,
+//      without the visitors this process wrote lately and would not change;
 //   3. a batch of identifies that needs no merge of persons and causes no
 //      delivery is one statement as well (identity's identifyAtOnce: it
 //      writes nothing when a merge turns out to be needed, and the batch
@@ -23,6 +24,7 @@
 import type { Database } from '../db/database.ts';
 import type { Tx } from '../db/tenancy.ts';
 import { identifyAtOnce, identifyBatch } from '../identity/batch.service.ts';
+import type { FreshVisitors } from '../identity/fresh-visitors.service.ts';
 import { BatchPrivacy, type PrivacyDeps } from '../privacy/ingest-privacy.service.ts';
 import { type ContactMatch, type EventToExport, FanOut } from '../webhooks/fan-out.service.ts';
 import type { TargetCache } from '../webhooks/targets.service.ts';
@@ -33,6 +35,8 @@ import { isPlainBatch, storePlainBatch } from './plain-batch.service.ts';
 /** What a batch needs besides its database. */
 export interface BatchDeps extends PrivacyDeps {
   targets: TargetCache;
+  /** the visitors this process wrote lately: a plain batch leaves out those it would not change (absent: every touch is sent) */
+  freshVisitors?: FreshVisitors;
 }
 
 /** A batch ready to be written: its screened items, the privacy rules that screened them, its fan-out. */
@@ -56,7 +60,9 @@ export async function prepareBatch(deps: BatchDeps, db: Database, submitted: rea
 export async function storeBatch(deps: BatchDeps, db: Database, submitted: IngestItem[]): Promise<void> {
   const batch = await prepareBatch(deps, db, submitted);
   if (batch.items.length === 0) return;
-  if (isPlainBatch(batch.items, (orgId) => batch.fanOut.exportsEvents.has(orgId))) return storePlainBatch(db, batch.items);
+  if (isPlainBatch(batch.items, (orgId) => batch.fanOut.exportsEvents.has(orgId))) return storePlainBatch(db, batch.items, deps.freshVisitors);
+  // the other kinds may rewrite a visitor (roaming_id, corex_id, name) without telling what they wrote
+  deps.freshVisitors?.forgetVisitors(batch.items);
   // identifies only, that need no merge and cause no delivery: one statement too (or nothing written, and the transaction below)
   if (await identifyAtOnce(db, batch.items, batch.fanOut)) return;
   await db.transaction().execute((tx) => processBatch(tx, batch));

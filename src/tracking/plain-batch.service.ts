@@ -22,8 +22,12 @@
 // so unlocked: its plan depended on the planner's view of the visitors table,
 // and while the table grew the probe became a sequential scan per row (the
 // quiet bench of 16:28 UTC: 923 µs of PostgreSQL CPU per new-visitor event;
-// unprepared, 5,241 µs per returning one); Citus refused it as well.
+// unprepared, 5,241 µs per returning one); Citus refused it as well. What
+// the process itself knows instead: the visitors it wrote lately
+// (src/identity/fresh-visitors.service.ts); a touch the upsert would leave
+// unwritten against what it wrote is left out of the statement.
 import type { Database } from '../db/database.ts';
+import type { FreshVisitors } from '../identity/fresh-visitors.service.ts';
 import { profileMarks } from '../identity/recorded.rules.ts';
 import { visitorTouches } from '../identity/stitching.service.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
@@ -40,8 +44,21 @@ export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId
   return items.every((it) => it.kind === 'event' && it.corexId === null && (it.gpc === true || !exportsEvents(it.orgId)));
 }
 
-/** Writes a plain batch: its visitors, its events and what identity records of them, in one statement. */
-export async function storePlainBatch(db: Database, items: readonly EventItem[]): Promise<void> {
+/**
+ * Writes a plain batch: its visitors, its events and what identity records
+ * of them, in one statement. With `fresh` (the process's FreshVisitors), a
+ * visitor the upsert would leave unwritten is left out of it, unless the
+ * batch records a view or a cart for it (its person is needed under its row
+ * lock, above).
+ */
+export async function storePlainBatch(db: Database, items: readonly EventItem[], fresh?: FreshVisitors): Promise<void> {
   if (items.length === 0) return;
-  await insertPlainBatch(db, visitorTouches(items), items, profileMarks(items));
+  const recording = profileMarks(items);
+  let touches = visitorTouches(items);
+  if (fresh && fresh.size > 0) {
+    const marked = new Set(recording.marks.map((m) => `${m.orgId}\u0000${m.coreId}`));
+    touches = touches.filter((t) => marked.has(`${t.orgId}\u0000${t.coreId}`) || !fresh.unchanged(t));
+  }
+  const written = await insertPlainBatch(db, touches, items, recording);
+  fresh?.wrote(touches, written);
 }

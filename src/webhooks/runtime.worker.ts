@@ -1,13 +1,13 @@
 // What a process runs for webhooks besides its handlers: the shared LISTEN
 // connection (which keeps every process's integration and organisation
-// caches fresh), the
+// caches fresh, and its memory of fresh visitors true), the
 // backlog counter (WEBHOOK_MAX_BACKLOG, backlog.worker.ts) and, when asked, the
 // dispatcher. Used by `trackway serve` and `trackway dispatch`.
 import type { DbHandle } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import { type BacklogMonitor, type BacklogOptions, startBacklogMonitor } from './backlog.worker.ts';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.worker.ts';
-import { INTEGRATIONS_CHANNEL, type Notifications, ORGANISATIONS_CHANNEL, startNotifications } from '../db/notifications.ts';
+import { INTEGRATIONS_CHANNEL, type Notifications, ORGANISATIONS_CHANNEL, startNotifications, VISITORS_CHANNEL } from '../db/notifications.ts';
 import { parseOrgId } from '../db/tenancy.ts';
 
 /** where another process counts the backlog */
@@ -43,10 +43,15 @@ export async function startWebhookRuntime(
     const orgId = parseOrgId(payload);
     if (orgId !== undefined) deps.organisations.invalidate(orgId);
   });
+  notifications.on(VISITORS_CHANNEL, (payload) => {
+    const orgId = parseOrgId(payload);
+    if (orgId !== undefined) deps.freshVisitors.forget(orgId);
+  });
   // notifications may have been missed while the connection was away
   notifications.onConnect(() => {
     deps.targets.clear();
     deps.organisations.clear();
+    deps.freshVisitors.clear();
   });
   try {
     await notifications.ready;

@@ -67,6 +67,9 @@ describe('tracking: returning visitors are not rewritten on every event', () => 
     await sql`UPDATE visitors SET last_seen = now() - make_interval(secs => ${VISITOR_TOUCH_SECONDS + 5}) WHERE org_id = ${org} AND core_id = ${core}`.execute(
       srv.deps.db,
     );
+    // stale by hand, not by time: the process's memory of what it wrote (fresh-visitors.service.ts) still says
+    // fresh, and would leave the touch out (test/identity/fresh-visitors.test.ts checks staleness by time)
+    srv.deps.freshVisitors.forget(org);
     const stale = await row(core);
     expect((await post('r2', core, 'view', { page: `https://${domain}/` }, 'UA/2')).status).to.equal(202);
     const touched = await row(core);

@@ -1,0 +1,124 @@
+// The visitors this process wrote or found fresh lately: the plain batch
+// (src/tracking/plain-batch.service.ts) leaves out of its visitors upsert a
+// touch the upsert would leave unwritten anyway. A returning visitor that
+// changed nothing and was written less than VISITOR_TOUCH_SECONDS ago is
+// not rewritten (visitors-upsert.repository.ts worthAWrite), but the upsert
+// still sends it, probes the primary key and locks the row; left out, it
+// costs PostgreSQL nothing (BENCHMARKS.md, "Fresh visitors left out").
+//
+// What the process knows, from the rows its upsert returned:
+// - a visitor it sent and the upsert returned (inserted or rewrote) is stored
+//   with this touch's values and a last_seen at least the touch's: a later
+//   touch with the same roaming_id, a user agent and location absent or the
+//   same, no corex_id, no name, not forced, and at most VISITOR_TOUCH_SECONDS
+//   later would not be written. Exact: the upsert's own rule.
+// - a visitor it sent and the upsert did not return was found fresh and
+//   unchanged (its last_seen at most VISITOR_TOUCH_SECONDS old): the same
+//   touches are left out for VISITOR_SEEN_FRESH_SECONDS more. So a visitor's
+//   last_seen lags its latest event by at most VISITOR_TOUCH_SECONDS +
+//   VISITOR_SEEN_FRESH_SECONDS (70 s instead of 60), and a visitor that
+//   several processes see is sent by each about once per that grace instead
+//   of with every event (each process knows only its own writes).
+// What it cannot see is another process's write of the same visitor since:
+// that one stays, as two concurrent touches leave either one today.
+//
+// The row must still exist, and only deleting a visitor takes it away: an
+// erasure (src/privacy/eraser.service.ts, visitor retention included) calls
+// forget for its organisation in its own process and sends
+// `trackway_visitors` (VISITORS_CHANNEL) with its commit, on which every
+// other process forgets the organisation's visitors (webhooks/runtime.worker.ts
+// listens). Until that notification arrives, a batch of another process
+// may still leave an erased visitor out: its events are stored and the
+// visitor is made again by that visitor's next batch (as a concurrent batch
+// makes a new one today, person-erasure.repository.ts lockVisitors).
+import type { OrgId } from '../db/tenancy.ts';
+import { VISITOR_TOUCH_SECONDS, type VisitorTouch } from './visitors-upsert.repository.ts';
+
+/** Visitors remembered per process at most (the oldest written is forgotten first): about 200 bytes each. */
+export const FRESH_VISITORS_MAX = 20_000;
+
+/** How long a visitor the upsert found fresh (and left unwritten) is left out of the next batches. */
+export const VISITOR_SEEN_FRESH_SECONDS = 10;
+
+interface Entry {
+  roamingId: string;
+  userAgent: string | null;
+  /** the location as written, JSON */
+  location: string | null;
+  /** touches up to this last_seen (ms) are left out */
+  until: number;
+}
+
+/** an organisation id as a number or as pg returns a bigint (text): the same key */
+const key = (orgId: OrgId | string, coreId: string) => `${orgId}\u0000${coreId}`;
+const FRESH_MS = VISITOR_TOUCH_SECONDS * 1000;
+const SEEN_FRESH_MS = VISITOR_SEEN_FRESH_SECONDS * 1000;
+
+/** A touch the upsert's condition may leave unwritten (visitors-upsert.repository.ts): the only kind remembered or left out. */
+const plain = (t: VisitorTouch) => !t.force && t.corexId === null && (t.name === undefined || t.name === null);
+
+export class FreshVisitors {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly max = FRESH_VISITORS_MAX) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Whether this touch is left out: what this process wrote or found of the visitor is fresh and the same (above). */
+  unchanged(t: VisitorTouch): boolean {
+    if (!plain(t)) return false;
+    const e = this.entries.get(key(t.orgId, t.coreId));
+    return (
+      e !== undefined &&
+      t.lastSeen.getTime() <= e.until &&
+      t.roamingId === e.roamingId &&
+      (t.userAgent === null || t.userAgent === e.userAgent) &&
+      (t.location === null || JSON.stringify(t.location) === e.location)
+    );
+  }
+
+  /** After its statement committed: the touches it sent (`sent`) and the visitor rows its upsert returned (`written`). */
+  wrote(sent: readonly VisitorTouch[], written: readonly { org_id: OrgId | string; core_id: string }[]): void {
+    const rows = new Set(written.map((w) => key(w.org_id, w.core_id)));
+    for (const t of sent) {
+      const k = key(t.orgId, t.coreId);
+      const before = this.entries.get(k);
+      if (!rows.has(k)) {
+        // found fresh and unchanged (a forced or corex_id touch is always written, so returned)
+        if (!plain(t)) continue;
+        // stored last_seen >= what any earlier entry counted on (it only grows): the later bound holds
+        this.remember(k, t, before, Math.max(t.lastSeen.getTime() + SEEN_FRESH_MS, before?.until ?? 0));
+      } else this.remember(k, t, before, t.lastSeen.getTime() + FRESH_MS);
+    }
+  }
+
+  /** The row as the upsert left it: the touch's values, those it lacks kept (COALESCE); newest last, the oldest first to go. */
+  private remember(k: string, t: VisitorTouch, before: Entry | undefined, until: number): void {
+    this.entries.delete(k);
+    this.entries.set(k, {
+      roamingId: t.roamingId,
+      userAgent: t.userAgent ?? before?.userAgent ?? null,
+      location: t.location === null ? (before?.location ?? null) : JSON.stringify(t.location),
+      until,
+    });
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  /** Written by another kind of batch (a transaction, identifies): what this process wrote of them no longer says what is stored. */
+  forgetVisitors(visitors: readonly { orgId: OrgId; coreId: string }[]): void {
+    if (this.entries.size === 0) return;
+    for (const v of visitors) this.entries.delete(key(v.orgId, v.coreId));
+  }
+
+  /** The organisation's visitors may have been deleted: nothing about them is taken as stored. */
+  forget(orgId: OrgId): void {
+    const prefix = `${orgId}\u0000`;
+    for (const k of this.entries.keys()) if (k.startsWith(prefix)) this.entries.delete(k);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
