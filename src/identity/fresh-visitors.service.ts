@@ -31,6 +31,7 @@
 // may still leave an erased visitor out: its events are stored and the
 // visitor is made again by that visitor's next batch (as a concurrent batch
 // makes a new one today, person-erasure.repository.ts lockVisitors).
+import type { Location } from '../db/schema.ts';
 import type { OrgId } from '../db/tenancy.ts';
 import { VISITOR_TOUCH_SECONDS, type VisitorTouch } from './visitors-upsert.repository.ts';
 
@@ -43,8 +44,8 @@ export const VISITOR_SEEN_FRESH_SECONDS = 10;
 interface Entry {
   roamingId: string;
   userAgent: string | null;
-  /** the location as written, JSON */
-  location: string | null;
+  /** the location as written */
+  location: Location | null;
   /** touches up to this last_seen (ms) are left out */
   until: number;
 }
@@ -53,6 +54,20 @@ interface Entry {
 const key = (orgId: OrgId | string, coreId: string) => `${orgId}\u0000${coreId}`;
 const FRESH_MS = VISITOR_TOUCH_SECONDS * 1000;
 const SEEN_FRESH_MS = VISITOR_SEEN_FRESH_SECONDS * 1000;
+
+/** The same location as jsonb compares it (the geo locator hands out a copy per request): field by field. */
+function sameLocation(a: Location, b: Location | null): boolean {
+  if (b === null) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in x) {
+    if (x[k] !== y[k]) return false;
+    n++;
+  }
+  for (const _ in y) n--;
+  return n === 0;
+}
 
 /** A touch the upsert's condition may leave unwritten (visitors-upsert.repository.ts): the only kind remembered or left out. */
 const plain = (t: VisitorTouch) => !t.force && t.corexId === null && (t.name === undefined || t.name === null);
@@ -75,17 +90,18 @@ export class FreshVisitors {
       t.lastSeen.getTime() <= e.until &&
       t.roamingId === e.roamingId &&
       (t.userAgent === null || t.userAgent === e.userAgent) &&
-      (t.location === null || JSON.stringify(t.location) === e.location)
+      (t.location === null || sameLocation(t.location, e.location))
     );
   }
 
   /** After its statement committed: the touches it sent (`sent`) and the visitor rows its upsert returned (`written`). */
   wrote(sent: readonly VisitorTouch[], written: readonly { org_id: OrgId | string; core_id: string }[]): void {
-    const rows = new Set(written.map((w) => key(w.org_id, w.core_id)));
+    // every touch sent was written (new visitors): no lookup
+    const rows = written.length === sent.length ? undefined : new Set(written.map((w) => key(w.org_id, w.core_id)));
     for (const t of sent) {
       const k = key(t.orgId, t.coreId);
       const before = this.entries.get(k);
-      if (!rows.has(k)) {
+      if (rows && !rows.has(k)) {
         // found fresh and unchanged (a forced or corex_id touch is always written, so returned)
         if (!plain(t)) continue;
         // stored last_seen >= what any earlier entry counted on (it only grows): the later bound holds
@@ -100,7 +116,7 @@ export class FreshVisitors {
     this.entries.set(k, {
       roamingId: t.roamingId,
       userAgent: t.userAgent ?? before?.userAgent ?? null,
-      location: t.location === null ? (before?.location ?? null) : JSON.stringify(t.location),
+      location: t.location ?? before?.location ?? null,
       until,
     });
     if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
