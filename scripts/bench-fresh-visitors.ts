@@ -14,16 +14,13 @@
 import fs from 'node:fs';
 import { sql } from 'kysely';
 import { FreshVisitors } from '../src/identity/fresh-visitors.service.ts';
-import type { EventItem } from '../src/tracking/ingest.types.ts';
 import { storePlainBatch } from '../src/tracking/plain-batch.service.ts';
 import { newAccount, newMerchant } from '../test/support/accounts.ts';
 import { startTestServer } from '../test/support/harness.ts';
-import { testOrgId } from '../test/support/org-id.ts';
+import { pageView } from '../test/support/ingest.ts';
 
 const N = Number(process.env.N ?? 20_000);
 const NEW = process.env.NEW === '1';
-const policy = { identityVerification: 'optional' as const, exportUnverified: true, allowsUrl: () => true, suppressing: false };
-const GB = { country_code: 'GB', region: null, city: null, latitude: null, longitude: null, timezone: null };
 
 /** CPU time of a process, in ms (utime + stime, clock ticks of 10 ms). */
 function cpuMs(pid: number): number {
@@ -36,19 +33,11 @@ it(`the plain batch with and without the memory of fresh visitors (${NEW ? 'new'
   const srv = await startTestServer();
   try {
     const org = (await newMerchant(srv, await newAccount(srv))).organisation.id;
-    const ev = (core: string): EventItem => ({
-      kind: 'event',
-      orgId: testOrgId(org),
-      roamingId: 'r1',
-      coreId: core,
-      receivedAt: new Date(),
-      userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130',
-      location: GB,
-      policy,
-      corexId: null,
-      name: 'view',
-      body: { page: 'https://shop.example/products/1', title: 'A product page' },
-    });
+    const ev = (core: string) =>
+      pageView(org, core, {
+        userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Chrome/130',
+        body: { page: 'https://shop.example/products/1', title: 'A product page' },
+      });
     const cores = Array.from({ length: 1000 }, (_, i) => `core-${i.toString().padStart(6, '0')}-abcdefabcdef`);
     for (let i = 0; i < cores.length; i += 10) await storePlainBatch(srv.deps.db, cores.slice(i, i + 10).map(ev));
     const backends = async () =>

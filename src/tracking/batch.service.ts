@@ -61,11 +61,16 @@ export async function storeBatch(deps: BatchDeps, db: Database, submitted: Inges
   const batch = await prepareBatch(deps, db, submitted);
   if (batch.items.length === 0) return;
   if (isPlainBatch(batch.items, (orgId) => batch.fanOut.exportsEvents.has(orgId))) return storePlainBatch(db, batch.items, deps.freshVisitors);
-  // the other kinds may rewrite a visitor (roaming_id, corex_id, name) without telling what they wrote
+  // the other kinds may rewrite a visitor (roaming_id, corex_id, name) without telling what they wrote:
+  // forgotten before, and after (a plain batch of this process may have remembered one meanwhile)
   deps.freshVisitors?.forgetVisitors(batch.items);
-  // identifies only, that need no merge and cause no delivery: one statement too (or nothing written, and the transaction below)
-  if (await identifyAtOnce(db, batch.items, batch.fanOut)) return;
-  await db.transaction().execute((tx) => processBatch(tx, batch));
+  try {
+    // identifies only, that need no merge and cause no delivery: one statement too (or nothing written, and the transaction below)
+    if (await identifyAtOnce(db, batch.items, batch.fanOut)) return;
+    await db.transaction().execute((tx) => processBatch(tx, batch));
+  } finally {
+    deps.freshVisitors?.forgetVisitors(batch.items);
+  }
 }
 
 /** Writes a prepared batch in the caller's transaction. */

@@ -11,33 +11,17 @@ import { FreshVisitors, VISITOR_SEEN_FRESH_SECONDS } from '../../src/identity/fr
 import { deleteVisitors } from '../../src/identity/person-records.service.ts';
 import { VISITOR_TOUCH_SECONDS, type VisitorTouch } from '../../src/identity/visitors-upsert.repository.ts';
 import { storeBatch } from '../../src/tracking/batch.service.ts';
-import type { EventItem, IdentifyItem } from '../../src/tracking/ingest.types.ts';
+import type { IdentifyItem } from '../../src/tracking/ingest.types.ts';
 import { storePlainBatch } from '../../src/tracking/plain-batch.service.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type OrgId, testOrgId } from '../support/org-id.ts';
 import { until } from '../support/wait.ts';
 import { newVisitor, privacyApi, tracker } from '../privacy/helpers.ts';
+import { pageView } from '../support/ingest.ts';
 
-const policy = { identityVerification: 'optional' as const, exportUnverified: true, allowsUrl: () => true, suppressing: false };
 const GB = { country_code: 'GB', region: null, city: null, latitude: null, longitude: null, timezone: null };
-
-function event(orgId: number, coreId: string, over: Partial<EventItem> = {}): EventItem {
-  return {
-    kind: 'event',
-    orgId: testOrgId(orgId),
-    roamingId: 'r1',
-    coreId,
-    receivedAt: new Date(),
-    userAgent: 'UA/1',
-    location: GB,
-    policy,
-    corexId: null,
-    name: 'view',
-    body: { page: 'https://shop.example/' },
-    ...over,
-  };
-}
+const event = pageView;
 
 function touch(over: Partial<VisitorTouch> = {}): VisitorTouch {
   const at = new Date('2026-11-27T10:00:00Z');

@@ -8,13 +8,14 @@ import { expect } from 'chai';
 import { verifyIdentify } from '../../src/identity/verification.rules.ts';
 import { normaliseSubject, type SubjectType } from '../../src/privacy/subject-hash.crypto.ts';
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
-import type { IngestItem } from '../../src/tracking/ingest.types.ts';
+import type { EventItem, IngestItem } from '../../src/tracking/ingest.types.ts';
 import type { OrganisationPolicy } from '../../src/platform/organisation-directory.service.ts';
 import { type Account, newMerchant, newWebhook, unique } from './accounts.ts';
 import type { TestServer } from './harness.ts';
 import type { ReceivedRequest, TestReceiver } from './receiver.ts';
 import { eventually } from './wait.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import { testOrgId } from './org-id.ts';
 
 export interface Shop {
   org: OrgId;
@@ -108,4 +109,25 @@ export async function drained(srv: TestServer, receiver: TestReceiver, shop: Sho
     50,
   );
   return receiver.requests.filter((r) => r.path === shop.hook);
+}
+
+/** A policy that lets every item through (the batch tests hand items straight to storeBatch or storePlainBatch). */
+export const OPEN_POLICY = { identityVerification: 'optional' as const, exportUnverified: true, allowsUrl: () => true, suppressing: false };
+
+/** A page view as the tracking service makes it (roaming id r1, UA/1, located in GB), `over` replacing any of it. */
+export function pageView(orgId: number, coreId: string, over: Partial<EventItem> = {}): EventItem {
+  return {
+    kind: 'event',
+    orgId: testOrgId(orgId),
+    roamingId: 'r1',
+    coreId,
+    receivedAt: new Date(),
+    userAgent: 'UA/1',
+    location: { country_code: 'GB', region: null, city: null, latitude: null, longitude: null, timezone: null },
+    policy: OPEN_POLICY,
+    corexId: null,
+    name: 'view',
+    body: { page: 'https://shop.example/' },
+    ...over,
+  };
 }

@@ -11,27 +11,11 @@ import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.se
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { type OrgId, testOrgId } from '../support/org-id.ts';
+import { type OrgId } from '../support/org-id.ts';
+import { pageView } from '../support/ingest.ts';
 import { untilWaitingOnLock } from '../support/statements.ts';
 
-const policy = { identityVerification: 'optional' as const, exportUnverified: true, allowsUrl: () => true, suppressing: false };
-
-function event(orgId: number, coreId: string, over: Partial<EventItem> = {}): EventItem {
-  return {
-    kind: 'event',
-    orgId: testOrgId(orgId),
-    roamingId: 'r1',
-    coreId,
-    receivedAt: new Date(),
-    userAgent: 'UA/1',
-    location: { country_code: 'GB', region: null, city: null, latitude: null, longitude: null, timezone: null },
-    policy,
-    corexId: null,
-    name: 'view',
-    body: { page: 'https://shop.example/' },
-    ...over,
-  };
-}
+const event = pageView;
 
 describe('tracking: a plain batch is one statement that stores what the transaction stores', () => {
   let srv: TestServer;
