@@ -94,6 +94,13 @@ export class FreshVisitors {
     );
   }
 
+  /** The touches a batch sends: all but those left out (unchanged), a visitor with a mark (`marked`: a view or cart of the batch) always sent. */
+  toSend(touches: VisitorTouch[], marked: readonly { orgId: OrgId; coreId: string }[]): VisitorTouch[] {
+    if (this.entries.size === 0) return touches;
+    const keep = new Set(marked.map((m) => key(m.orgId, m.coreId)));
+    return touches.filter((t) => keep.has(key(t.orgId, t.coreId)) || !this.unchanged(t));
+  }
+
   /** After its statement committed: the touches it sent (`sent`) and the visitor rows its upsert returned (`written`). */
   wrote(sent: readonly VisitorTouch[], written: readonly { org_id: OrgId | string; core_id: string }[]): void {
     // every touch sent was written (new visitors): no lookup

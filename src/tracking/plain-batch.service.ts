@@ -54,11 +54,8 @@ export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId
 export async function storePlainBatch(db: Database, items: readonly EventItem[], fresh?: FreshVisitors): Promise<void> {
   if (items.length === 0) return;
   const recording = profileMarks(items);
-  let touches = visitorTouches(items);
-  if (fresh && fresh.size > 0) {
-    const marked = new Set(recording.marks.map((m) => `${m.orgId}\u0000${m.coreId}`));
-    touches = touches.filter((t) => marked.has(`${t.orgId}\u0000${t.coreId}`) || !fresh.unchanged(t));
-  }
+  const all = visitorTouches(items);
+  const touches = fresh ? fresh.toSend(all, recording.marks) : all;
   const written = await insertPlainBatch(db, touches, items, recording);
   fresh?.wrote(touches, written);
 }
