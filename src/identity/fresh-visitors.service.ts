@@ -101,14 +101,23 @@ export class FreshVisitors {
     return touches.filter((t) => keep.has(key(t.orgId, t.coreId)) || !this.unchanged(t));
   }
 
-  /** After its statement committed: the touches it sent (`sent`) and the visitor rows its upsert returned (`written`). */
-  wrote(sent: readonly VisitorTouch[], written: readonly { org_id: OrgId | string; core_id: string }[]): void {
-    // every touch sent was written (new visitors): no lookup
-    const rows = written.length === sent.length ? undefined : new Set(written.map((w) => key(w.org_id, w.core_id)));
+  /**
+   * After its statement committed: the touches it sent (`sent`) and the
+   * visitor rows its upsert returned (`written`). A row returned with a
+   * last_seen older than its touch's was held, not written (visitorsUpsert's
+   * `hold`, in a batch with marks): found fresh, as one not returned.
+   */
+  wrote(sent: readonly VisitorTouch[], written: readonly { org_id: OrgId | string; core_id: string; last_seen?: Date }[]): void {
+    // every touch sent was written (new visitors, no marks): no lookup
+    const rows =
+      written.length === sent.length && written.every((w) => w.last_seen === undefined)
+        ? undefined
+        : new Map(written.map((w) => [key(w.org_id, w.core_id), w.last_seen?.getTime() ?? Infinity]));
     for (const t of sent) {
       const k = key(t.orgId, t.coreId);
       const before = this.entries.get(k);
-      if (rows && !rows.has(k)) {
+      const stored = rows?.get(k);
+      if (rows && (stored === undefined || stored < t.lastSeen.getTime())) {
         // found fresh and unchanged (a forced or corex_id touch is always written, so returned)
         if (!plain(t)) continue;
         // stored last_seen >= what any earlier entry counted on (it only grows): the later bound holds

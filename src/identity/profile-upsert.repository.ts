@@ -10,12 +10,12 @@
 // In one statement no read of `visitors` would do: it sees the statement's
 // snapshot, and its plan depends on the planner's view of the table
 // (BENCHMARKS.md, "Issue 24 steps"). So the person comes from RETURNING:
-// the visitors upsert (`touched`) returns the rows it inserted or rewrote,
-// and `held` rewrites, unchanged, the other visitors that have a mark —
-// rows `touched` has already locked, so no new lock is taken and the lock
-// order stays the upsert's — through ON CONFLICT, which works on the row's
-// latest version and returns its current person_id. An unchanged rewrite
-// keeps every indexed column, so PostgreSQL may make it a HOT update.
+// with marks, the statement's visitors upsert (`touched`) holds the
+// visitors it would leave unwritten (visitorsUpsert's `hold`: rewritten
+// with their own values, a HOT update), so it returns every visitor of the
+// batch, each with its person_id as of its latest version, under the lock
+// ON CONFLICT took. The plain batch sends every marked visitor to the upsert
+// (FreshVisitors.toSend), so every mark finds its person in `touched`.
 //
 // The persons upsert takes upsertProfiles' conflict rule
 // (PROFILE_ONTO_PERSON) and the products upsert is rememberProductUrls'
@@ -24,26 +24,20 @@
 // at most 3; the last cart) done here, by `seq`, the events' order in the
 // batch (test/tracking/plain-batch.test.ts holds the two paths equal).
 import { sql } from 'kysely';
-import type { VisitorTouch } from './visitors-upsert.repository.ts';
 import { PROFILE_ONTO_PERSON, type ProductSighting, productsUpsert } from './identity.repository.ts';
 import type { ProfileMark } from './recorded.rules.ts';
 
 /**
  * The CTEs (each `name AS (…)`, comma-separated, no leading or trailing
  * comma) that write a batch's marks and products. With marks, the statement
- * must name its visitors upsert `touched` and end it with
- * `RETURNING v.org_id, v.core_id, v.person_id`. `touches` are the batch's
- * visitor touches (visitorTouches). Null when there is nothing to write.
+ * must name its visitors upsert `touched`, made with `hold` and every marked
+ * visitor among its rows, and end it with
+ * `RETURNING v.org_id, v.core_id, v.person_id`. Null when there is nothing
+ * to write.
  */
-export function profileWrites(touches: readonly VisitorTouch[], marks: readonly ProfileMark[], products: readonly ProductSighting[]) {
+export function profileWrites(marks: readonly ProfileMark[], products: readonly ProductSighting[]) {
   const parts = [];
   if (marks.length > 0) {
-    const marked = new Set(marks.map((m) => `${m.orgId}\u0000${m.coreId}`));
-    const held = JSON.stringify(
-      touches
-        .filter((t) => marked.has(`${t.orgId}\u0000${t.coreId}`))
-        .map((t) => ({ org_id: t.orgId, core_id: t.coreId, roaming_id: t.roamingId, first_seen: t.firstSeen, last_seen: t.lastSeen })),
-    );
     const data = JSON.stringify(
       marks.map((m) => ({
         org_id: m.orgId,
@@ -56,21 +50,11 @@ export function profileWrites(touches: readonly VisitorTouch[], marks: readonly 
         cart_at: m.cart?.at ?? null,
       })),
     );
-    parts.push(sql`held AS (
-      INSERT INTO visitors AS v (org_id, core_id, roaming_id, first_seen, last_seen)
-      SELECT x.org_id, x.core_id, x.roaming_id, x.first_seen, x.last_seen
-      FROM jsonb_to_recordset(${held}::jsonb) AS x(org_id bigint, core_id text, roaming_id text, first_seen timestamptz, last_seen timestamptz)
-      WHERE x.org_id::text || '/' || x.core_id <> ALL (ARRAY(SELECT t.org_id::text || '/' || t.core_id FROM touched t))
-      ORDER BY x.org_id, x.core_id
-      ON CONFLICT (org_id, core_id) DO UPDATE SET last_seen = v.last_seen
-      RETURNING v.org_id, v.core_id, v.person_id
-    ),
-    marks AS (
+    parts.push(sql`marks AS (
       SELECT p.org_id, p.person_id, m.seq, m.url, m.view_at, m.product_id, m.cart_url, m.cart_at
       FROM jsonb_to_recordset(${data}::jsonb) AS m(
         org_id bigint, core_id text, seq int, url text, view_at text, product_id bigint, cart_url text, cart_at timestamptz)
-      JOIN (SELECT org_id, core_id, person_id FROM touched UNION ALL SELECT org_id, core_id, person_id FROM held) p
-        ON p.org_id = m.org_id AND p.core_id = m.core_id
+      JOIN touched p ON p.org_id = m.org_id AND p.core_id = m.core_id
     ),
     views AS (
       SELECT org_id, person_id, jsonb_agg(jsonb_build_object('url', url, 'at', view_at) ORDER BY seq DESC) AS last_view

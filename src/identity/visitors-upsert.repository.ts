@@ -69,14 +69,35 @@ function visitorTouchJson(r: VisitorTouch) {
 }
 
 /**
+ * How the upsert treats a stored visitor whose touch is not worth a write:
+ * - `skip` (the default): ON CONFLICT's WHERE leaves it as it is (only
+ *   locked), and RETURNING does not return it;
+ * - `hold`: it is rewritten with its own values (a HOT update: no indexed
+ *   column moves), so that RETURNING gives every visitor of the batch with
+ *   its person_id under its row lock, as of its latest version. The plain
+ *   batch asks for it when its events record a view or a cart
+ *   (src/identity/profile-upsert.repository.ts needs each marked visitor's
+ *   person); `v.last_seen` older than the touch's tells such a row from one
+ *   the touch wrote.
+ */
+export type UnchangedVisitors = 'skip' | 'hold';
+
+/**
  * The upsert of a batch's visitors, without RETURNING (upsertVisitors adds
  * its own; the plain batch carries it as a CTE). All rows travel as one jsonb
  * parameter: one statement text whatever the batch size.
  */
-export function visitorsUpsert(rows: VisitorTouch[]) {
+export function visitorsUpsert(rows: VisitorTouch[], unchanged: UnchangedVisitors = 'skip') {
   const data = JSON.stringify(rows.map(visitorTouchJson));
   // a batch with a forced touch writes all its visitors (identifies are few beside events)
-  const WORTH_A_WRITE = sql.raw(rows.some((r) => r.force) ? '' : WORTH_A_WRITE_SQL);
+  const force = rows.some((r) => r.force);
+  const WORTH_A_WRITE = sql.raw(force || unchanged === 'hold' ? '' : WORTH_A_WRITE_SQL);
+  // held unchanged: last_seen, the one value an unchanged touch would still move (and an indexed one), stays
+  const LAST_SEEN = sql.raw(
+    unchanged === 'hold' && !force
+      ? `CASE WHEN ${worthAWrite('v', 'EXCLUDED')} THEN GREATEST(v.last_seen, EXCLUDED.last_seen) ELSE v.last_seen END`
+      : 'GREATEST(v.last_seen, EXCLUDED.last_seen)',
+  );
   const COREX = sql.raw(rows.some((r) => r.corexId !== null) ? 'corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),' : '');
   return sql`INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
@@ -85,7 +106,7 @@ export function visitorsUpsert(rows: VisitorTouch[]) {
     ON CONFLICT (org_id, core_id) DO UPDATE SET
       roaming_id = EXCLUDED.roaming_id,
       ${COREX}
-      last_seen = GREATEST(v.last_seen, EXCLUDED.last_seen),
+      last_seen = ${LAST_SEEN},
       user_agent = COALESCE(EXCLUDED.user_agent, v.user_agent),
       location = COALESCE(EXCLUDED.location, v.location),
       name = COALESCE(EXCLUDED.name, v.name)

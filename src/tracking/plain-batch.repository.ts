@@ -5,8 +5,10 @@
 // something (a product view, a cart: src/identity/recorded.rules.ts),
 // identity's profile writes travel as CTEs of the same statement
 // (profileWrites, src/identity/profile-upsert.repository.ts), fed with the
-// persons the visitors upsert returns. It answers with the visitors the
-// upsert wrote (src/identity/fresh-visitors.service.ts remembers them). A
+// persons the visitors upsert returns (it holds the visitors it would leave
+// unwritten, to return them too: visitorsUpsert's `hold`). It answers with
+// the visitors the upsert returned (src/identity/fresh-visitors.service.ts
+// remembers them; a held one comes with its older last_seen). A
 // measured hot path: the text stays as it is (prepared once per connection;
 // one text per shape).
 import { sql } from 'kysely';
@@ -17,16 +19,19 @@ import { visitorsUpsert, type VisitorTouch } from '../identity/visitors-upsert.r
 import { eventsInsert, type NewEvent } from './events.repository.ts';
 import type { OrgId } from '../db/tenancy.ts';
 
-/** A visitor row the statement's upsert inserted or rewrote. */
+/** A visitor row the statement's upsert returned: inserted or rewritten, or (with marks) held. */
 export interface WrittenVisitor {
   org_id: OrgId;
   core_id: string;
+  /** with marks only: its last_seen as stored (older than the touch's: held, not written) */
+  last_seen?: Date;
 }
 
 /**
  * Touches the visitors, inserts the events and writes what they record, in
  * one statement; returns the visitors its upsert inserted or rewrote (the
- * others it left as they were).
+ * others it left as they were) or, when the events record a view or a cart,
+ * every visitor with its last_seen as stored.
  */
 export async function insertPlainBatch(
   db: Database,
@@ -34,12 +39,13 @@ export async function insertPlainBatch(
   events: readonly NewEvent[],
   recording: Recording = { marks: [], products: [] },
 ): Promise<WrittenVisitor[]> {
-  const profile = profileWrites(touches, recording.marks, recording.products);
+  const marked = recording.marks.length > 0;
+  const profile = profileWrites(recording.marks, recording.products);
   const { rows } = await sql<WrittenVisitor>`${sql.raw(PREPARE)}
-    WITH touched AS (${visitorsUpsert(touches)}
-    RETURNING v.org_id, v.core_id, v.person_id),
+    WITH touched AS (${visitorsUpsert(touches, marked ? 'hold' : 'skip')}
+    RETURNING v.org_id, v.core_id, v.person_id${sql.raw(marked ? ', v.last_seen' : '')}),
     stored AS (${eventsInsert(events)})${profile ? sql`,\n    ${profile}` : sql``}
-    SELECT org_id, core_id FROM touched
+    SELECT org_id, core_id${sql.raw(marked ? ', last_seen' : '')} FROM touched
   `.execute(db);
   return rows;
 }

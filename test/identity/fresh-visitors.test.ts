@@ -153,6 +153,22 @@ describe('identity: the visitors a process wrote lately', () => {
       expect(profile.rows.map((r) => r.last_cart_product_id)).to.deep.equal(['42']);
     });
 
+    it('takes a visitor its upsert held for a mark (rewritten with its own values) as found fresh, not as written', async () => {
+      const fresh = new FreshVisitors();
+      const core = unique('c');
+      const earlier = new Date(Date.now() - 30_000);
+      await storePlainBatch(srv.deps.db, [event(org, core, { receivedAt: earlier })]); // another process's write, 30 s ago
+      const cart = { product_id: 43, cart_url: 'https://shop.example/cart' };
+      await storePlainBatch(srv.deps.db, [event(org, core, { name: 'updatecart', body: cart })], fresh);
+      const held = (await row(core))!;
+      expect(held.last_seen.getTime(), 'held: last_seen as it was').to.equal(earlier.getTime());
+      // remembered for the short grace only: past it (and within the upsert's 60 s) the visitor is sent, and locked
+      const later = new Date(Date.now() + (VISITOR_SEEN_FRESH_SECONDS + 1) * 1000);
+      await storePlainBatch(srv.deps.db, [event(org, core, { receivedAt: later })], fresh);
+      expect((await row(core))!.xmax, 'sent again after the grace').to.not.equal(held.xmax);
+      expect((await row(core))!.last_seen.getTime(), 'still fresh in the row: not rewritten').to.equal(earlier.getTime());
+    });
+
     it('forgets the visitors of a batch that takes another path', async () => {
       const core = unique('c');
       await storeBatch(srv.deps, srv.deps.db, [event(org, core)]);
