@@ -185,8 +185,8 @@ export async function benchDispatch(input: DispatchBenchInput) {
     input.serviceRss.start();
     await db.query('BEGIN');
     await db.query(
-      `INSERT INTO deliveries (org_id, integration_id, kind, body, next_attempt_at)
-       SELECT $1::bigint, $2::bigint, 'event', ${backlogBody('$1', '$3')}, now() FROM generate_series(1, $4) AS n`,
+      `INSERT INTO deliveries (org_id, integration_id, kind, contact, body, next_attempt_at)
+       SELECT $1::bigint, $2::bigint, 'event', 'backlog-' || n || '@bench.example', ${backlogBody('$1', '$3')}, now() FROM generate_series(1, $4) AS n`,
       [org, integrationId, day, backlog],
     );
     await db.query(`SELECT pg_notify('trackway_deliveries', '')`);

@@ -135,8 +135,8 @@ async function seed(databaseUrl: string, org: number, core: string, roaming: str
       [org],
     );
     await c.query(
-      `INSERT INTO deliveries (org_id, integration_id, kind, body, status, attempts_count, delivered_at)
-       SELECT $1::bigint, $2, 'event',
+      `INSERT INTO deliveries (org_id, integration_id, kind, contact, body, status, attempts_count, delivered_at)
+       SELECT $1::bigint, $2, 'event', $3::text,
               jsonb_build_object('medium', 'event', 'contact', $3::text, 'type', 'EMAIL', 'date', '2026-11-26', 'org_id', $1::bigint::text,
                                  'event', 'view', 'event_id', g::text, 'visitor', jsonb_build_object('core_id', $4::text))::text,
               'delivered', 1, now()

@@ -196,6 +196,8 @@ export interface DeliveriesTable {
   created_at: GeneratedTimestamp;
   delivered_at: Timestamp | null;
   last_error: string | null;
+  /** the contact a `matched` or `event` body names (privacy requests find a person's deliveries by it); null for erasure notices */
+  contact: string | null;
 }
 
 export interface DeliveryAttemptsTable {

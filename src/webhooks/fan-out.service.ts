@@ -103,7 +103,7 @@ export class FanOut {
           allowsUrl: (url) => e.policy.allowsUrl(url),
         }),
       );
-      for (const t of exportTo) deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'event', body: payload });
+      for (const t of exportTo) deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'event', body: payload, contact: contact.value });
     }
   }
 
@@ -123,7 +123,7 @@ export class FanOut {
           lastAddToCart: recent.last_addtocart,
         }),
       );
-      for (const t of notify) deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'matched', body: payload });
+      for (const t of notify) deliveries.push({ orgId: e.orgId, integrationId: t.id, kind: 'matched', body: payload, contact: c.value });
     }
   }
 

@@ -39,6 +39,8 @@ export interface NewDelivery {
   kind: 'matched' | 'event';
   /** the exact JSON body that will be posted (and signed) */
   body: string;
+  /** the contact the body names (its `contact`): privacy requests find a person's deliveries by it */
+  contact: string;
 }
 
 export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]): Promise<void> {
@@ -48,14 +50,14 @@ export async function enqueueDeliveries(tx: Transaction<DB>, rows: NewDelivery[]
   // batch's organisations named as a parameter (on Citus, a join by r.org_id alone ran on every shard);
   // a fixed text with array parameters, so it is prepared once per connection
   await sql`${sql.raw(PREPARE)}
-    INSERT INTO deliveries (org_id, integration_id, kind, body, status, next_attempt_at, last_error)
-    SELECT r.org_id, r.integration_id, r.kind, r.body,
+    INSERT INTO deliveries (org_id, integration_id, kind, body, contact, status, next_attempt_at, last_error)
+    SELECT r.org_id, r.integration_id, r.kind, r.body, r.contact,
            CASE WHEN l.org_id IS NULL THEN 'pending' ELSE 'failed' END,
            CASE WHEN l.org_id IS NULL THEN now() END,
            CASE WHEN l.org_id IS NOT NULL THEN ${BACKLOG_ERROR} END
     FROM unnest(${rows.map((r) => r.orgId)}::bigint[], ${rows.map((r) => r.integrationId)}::bigint[],
-                ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.body)}::text[])
-         WITH ORDINALITY AS r(org_id, integration_id, kind, body, ord)
+                ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.body)}::text[], ${rows.map((r) => r.contact)}::text[])
+         WITH ORDINALITY AS r(org_id, integration_id, kind, body, contact, ord)
     LEFT JOIN webhook_backlog_limits l ON l.org_id = ANY(${orgIds}::bigint[])
       AND l.org_id = r.org_id AND l.integration_id = r.integration_id
     ORDER BY r.ord

@@ -8,18 +8,17 @@
 // once per contact of the event's person; a match names its contact), and a
 // contact only ever moves with its whole person. So "the deliveries whose
 // `contact` is one of the person's contacts" is exactly the person's
-// deliveries, and the index deliveries_contact (org_id, body->>'contact',
-// migration 2026-11-26T0100) finds them without reading anyone else's. A
-// person without a contact has no deliveries.
+// deliveries. The outbox writes that contact beside the body, in the column
+// `contact` (migration 2026-11-27T0200: an index on the body's expression
+// parsed the body with every row version), and the index deliveries_contact
+// (org_id, contact) finds them without reading anyone else's. A person
+// without a contact has no deliveries.
 import { sql } from 'kysely';
 import { ALL_ORGANISATIONS, PREPARE } from '../db/database.ts';
 import type { DeliveryKind, DeliveryStatus } from '../db/schema.ts';
 import type { Executor, Tx, OrgId } from '../db/tenancy.ts';
 import { DELIVERIES_CHANNEL } from '../db/notifications.ts';
 import { notifyPayload } from './outbox.repository.ts';
-
-/** The expression deliveries_contact indexes (on the alias given): written so for the index to serve. */
-const contactOf = (alias: string) => sql`(${sql.ref(`${alias}.body`)}::jsonb ->> 'contact')`;
 
 export interface PersonDelivery {
   id: number;
@@ -43,7 +42,7 @@ export async function deliveriesAbout(
   const { rows } = await sql<PersonDelivery>`
     SELECT d.id, d.integration_id, d.kind, d.status, d.created_at, d.delivered_at, d.body
     FROM deliveries d
-    WHERE d.org_id = ${orgId}::bigint AND ${contactOf('d')} = ANY(${contacts}::text[]) AND d.kind <> 'erased' AND d.id > ${afterId}::bigint
+    WHERE d.org_id = ${orgId}::bigint AND d.contact = ANY(${contacts}::text[]) AND d.kind <> 'erased' AND d.id > ${afterId}::bigint
     ORDER BY d.id
     LIMIT ${limit}::int
   `.execute(db);
@@ -63,7 +62,7 @@ export async function deleteDeliveriesAbout(tx: Tx, orgId: OrgId, contacts: read
     DELETE FROM deliveries d
     WHERE d.org_id = ${orgId}::bigint AND d.id IN (
       SELECT x.id FROM deliveries x
-      WHERE x.org_id = ${orgId}::bigint AND ${contactOf('x')} = ANY(${contacts}::text[]) AND x.kind <> 'erased'
+      WHERE x.org_id = ${orgId}::bigint AND x.contact = ANY(${contacts}::text[]) AND x.kind <> 'erased'
       LIMIT ${limit}::int
     )
     RETURNING d.id

@@ -105,7 +105,14 @@ export async function enqueue(db: Database, integration: TestIntegration, bodies
     const before = await maxDeliveryId(tx);
     await enqueueDeliveries(
       tx,
-      bodies.map((b) => ({ orgId: integration.orgId, integrationId: integration.id, kind: b.kind, body: JSON.stringify(b.body) })),
+      bodies.map((b) => ({
+        orgId: integration.orgId,
+        integrationId: integration.id,
+        kind: b.kind,
+        body: JSON.stringify(b.body),
+        // the body's contact, as the fan-out gives it
+        contact: (b.body as { contact?: string }).contact ?? '',
+      })),
     );
     const rows = await tx
       .selectFrom('deliveries')

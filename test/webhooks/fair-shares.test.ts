@@ -94,7 +94,8 @@ describe('fair shares whoever owns the organisations (issue 22, point 1)', funct
       for (let h = 0; h < hooks; h++) {
         const hook = await newWebhook(srv, account, orgId, { endpoint: `${base}/o${o}/h${h}`, httpTimeout: '6' });
         for (let i = 0; i < each; i++) {
-          rows.push({ orgId, integrationId: hook.id, kind: 'matched', body: JSON.stringify(matchedBody(orgId, `slow-${o}-${h}-${i}@example.com`)) });
+          const contact = `slow-${o}-${h}-${i}@example.com`;
+          rows.push({ orgId, integrationId: hook.id, kind: 'matched', body: JSON.stringify(matchedBody(orgId, contact)), contact });
         }
       }
     }

@@ -28,7 +28,11 @@ describe('webhook integrations (createIntegration, updateIntegration)', () => {
   async function pendingDelivery(integrationId: number): Promise<number> {
     await db()
       .transaction()
-      .execute((tx) => enqueueDeliveries(tx, [{ orgId, integrationId, kind: 'event', body: '{"medium":"event"}' }]));
+      .execute((tx) =>
+        enqueueDeliveries(tx, [
+          { orgId, integrationId, kind: 'event', body: '{"medium":"event","contact":"a@example.com"}', contact: 'a@example.com' },
+        ]),
+      );
     const row = await db()
       .selectFrom('deliveries')
       .select('id')
