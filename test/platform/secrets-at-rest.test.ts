@@ -6,15 +6,12 @@
 // is sealed when a new version starts on it: migrated, then sealed, by the
 // same start path `serve` uses.
 import fs from 'node:fs';
-import { promises as fsp } from 'node:fs';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { SignJWT } from 'jose';
-import { FileMigrationProvider, type Kysely, Migrator, sql } from 'kysely';
-import pg from 'pg';
+import { type Kysely, sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
-import { createDb, type DbHandle, migrate } from '../../src/db/database.ts';
+import { type DbHandle, migrate } from '../../src/db/database.ts';
 import { createLogger } from '../../src/log.ts';
 import { sealSecretsAtRest } from '../../src/platform/sealing.service.ts';
 import { Cipher } from '../../src/platform/secrets.service.ts';
@@ -22,7 +19,7 @@ import { organisationTokenHash } from '../../src/platform/registration.service.t
 import { type RunningServer, startOnDatabase } from '../../src/server.ts';
 import { ApiClient, type BodyOf } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
-import { testDatabaseServer } from '../support/global.ts';
+import { databaseAtMigration, type OldSchemaDatabase } from '../support/old-schema.ts';
 import { newAccount, newMerchant } from '../support/accounts.ts';
 
 const KEY = Buffer.alloc(32, 9);
@@ -84,28 +81,16 @@ describe('secrets at rest', function () {
   });
 
   describe('a database made by the old code (JWT key and organisation tokens in clear)', () => {
-    const server = () => testDatabaseServer();
-    let name: string;
+    let old: OldSchemaDatabase;
     let handle: DbHandle;
     let running: RunningServer | undefined;
     const CLEAR_JWT = 'old-clear-jwt-key-made-by-the-old-code-0123456789';
     const CLEAR_TOKEN = 'OldClearOrganisationToken_0123456789abcdefgh';
 
     before(async () => {
-      name = `${server().prefix}_oldcode`;
-      const admin = new pg.Client({ connectionString: server().adminUrl });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.end();
-      handle = createDb(server().urlFor(name), { max: 5, onError: () => {} });
       // the schema as the old code left it: every migration before this change
-      const migrator = new Migrator({
-        db: handle.db,
-        provider: new FileMigrationProvider({ fs: fsp, path, migrationFolder: fileURLToPath(new URL('../../src/db/migrations', import.meta.url)) }),
-      });
-      const { error } = await migrator.migrateTo('2026-11-22T0400_event_retention');
-      // eslint-disable-next-line @typescript-eslint/only-throw-error -- the migrator's error, as it reported it
-      if (error) throw error;
+      old = await databaseAtMigration('oldcode', '2026-11-22T0400_event_retention');
+      handle = old.handle;
       expect(fs.existsSync(fileURLToPath(new URL('../../src/db/migrations/2026-11-23T0300_sealed_secrets.ts', import.meta.url)))).to.equal(true);
       // what the old code wrote: the JWT key and an organisation token in clear
       await sql`INSERT INTO settings (key, value) VALUES ('jwt_secret', ${CLEAR_JWT})`.execute(handle.db);
@@ -122,11 +107,7 @@ describe('secrets at rest', function () {
 
     after(async () => {
       await running?.close();
-      await handle.close();
-      const admin = new pg.Client({ connectionString: server().adminUrl });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-      await admin.end();
+      await old.drop();
     });
 
     it('is migrated and sealed on start; the old key still verifies the old bearer tokens, the old token still works', async () => {

@@ -3,37 +3,19 @@
 // code wrote must still be found by a privacy request (their contact copied
 // from the body), erasure notices keep none, and the two indexes whose
 // entries each claim and outcome paid for are gone or cheaper.
-import { promises as fsp } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { FileMigrationProvider, Migrator, sql } from 'kysely';
-import pg from 'pg';
-import { createDb, type DbHandle, migrate } from '../../src/db/database.ts';
+import { sql } from 'kysely';
+import { migrate } from '../../src/db/database.ts';
 import { deliveriesAbout } from '../../src/webhooks/person-deliveries.repository.ts';
-import { testDatabaseServer } from '../support/global.ts';
+import { databaseAtMigration, type OldSchemaDatabase } from '../support/old-schema.ts';
 import { testOrgId } from '../support/org-id.ts';
 
 describe('webhooks: deliveries written before the contact had a column of its own', () => {
-  const server = () => testDatabaseServer();
-  let name: string;
-  let handle: DbHandle;
+  let old: OldSchemaDatabase;
 
   before(async () => {
-    name = `${server().prefix}_contactcol`;
-    const admin = new pg.Client({ connectionString: server().adminUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
-    handle = createDb(server().urlFor(name), { max: 2, onError: () => {} });
     // the schema as the old code left it
-    const migrator = new Migrator({
-      db: handle.db,
-      provider: new FileMigrationProvider({ fs: fsp, path, migrationFolder: fileURLToPath(new URL('../../src/db/migrations', import.meta.url)) }),
-    });
-    const { error } = await migrator.migrateTo('2026-11-27T0100_refuse_function');
-    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the migrator's error, as it reported it
-    if (error) throw error;
+    old = await databaseAtMigration('contactcol', '2026-11-27T0100_refuse_function', 2);
     // what the old code wrote: the contact only in the body
     await sql`
       INSERT INTO deliveries (org_id, integration_id, kind, body, status)
@@ -42,20 +24,14 @@ describe('webhooks: deliveries written before the contact had a column of its ow
              (7, 1, 'event', '{"medium":"event","contact":"bob@example.com","type":"EMAIL"}', 'failed'),
              (8, 2, 'event', '{"medium":"event","contact":"ann@example.com","type":"EMAIL"}', 'delivered'),
              (7, 1, 'erased', '{"medium":"contactErased","contact":"ann@example.com","type":"EMAIL"}', 'pending')
-    `.execute(handle.db);
+    `.execute(old.handle.db);
   });
 
-  after(async () => {
-    await handle.close();
-    const admin = new pg.Client({ connectionString: server().adminUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
-    await admin.end();
-  });
+  after(() => old.drop());
 
   it('copies each contact from its body, finds them by it, and keeps none for erasure notices', async () => {
-    await migrate(handle.db);
-    const rows = await sql<{ kind: string; contact: string | null }>`SELECT kind, contact FROM deliveries ORDER BY id`.execute(handle.db);
+    await migrate(old.handle.db);
+    const rows = await sql<{ kind: string; contact: string | null }>`SELECT kind, contact FROM deliveries ORDER BY id`.execute(old.handle.db);
     expect(rows.rows).to.deep.equal([
       { kind: 'event', contact: 'ann@example.com' },
       { kind: 'matched', contact: 'ann@example.com' },
@@ -64,11 +40,11 @@ describe('webhooks: deliveries written before the contact had a column of its ow
       { kind: 'erased', contact: null },
     ]);
     // a privacy request of organisation 7 about ann finds her two, not bob's, not organisation 8's, not the notice
-    const found = await deliveriesAbout(handle.db, testOrgId(7), ['ann@example.com'], 0, 100);
+    const found = await deliveriesAbout(old.handle.db, testOrgId(7), ['ann@example.com'], 0, 100);
     expect(found.map((d) => d.kind)).to.deep.equal(['event', 'matched']);
     const indexes = await sql<{ name: string; def: string }>`
       SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'deliveries'::regclass ORDER BY 1
-    `.execute(handle.db);
+    `.execute(old.handle.db);
     const names = indexes.rows.map((r) => r.name);
     expect(names, 'the primary key read backwards lists the deliveries newest first').to.not.include('deliveries_org');
     const contact = indexes.rows.find((r) => r.name === 'deliveries_contact');
