@@ -26,7 +26,13 @@ import { type Account, newAccount, newMerchant, newWebhook } from '../support/ac
 import { b64url } from '../support/payload.ts';
 import type { OrgId } from '../support/org-id.ts';
 
-const SLOW_MS = 4_000;
+// How long the slow endpoints take to answer: the window in which the flood holds the pool and the healthy
+// organisation's identifies are counted. On a Citus cluster each organisation's first claim is a
+// distributed statement, and 70 of them took most of 4 s on a loaded two-core machine (the whole suite,
+// 27 November: no identify inside the window), so there the endpoints answer after 8 s (their timeout
+// above it).
+const SLOW_MS = process.env.TEST_CITUS_WORKERS ? 8_000 : 4_000;
+const SLOW_TIMEOUT = String(SLOW_MS / 1000 + 2);
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 describe('fair shares whoever owns the organisations (issue 22, point 1)', function () {
@@ -92,7 +98,7 @@ describe('fair shares whoever owns the organisations (issue 22, point 1)', funct
       const orgId = (await newMerchant(srv, account)).organisation.id;
       slowOrgs.push(orgId);
       for (let h = 0; h < hooks; h++) {
-        const hook = await newWebhook(srv, account, orgId, { endpoint: `${base}/o${o}/h${h}`, httpTimeout: '6' });
+        const hook = await newWebhook(srv, account, orgId, { endpoint: `${base}/o${o}/h${h}`, httpTimeout: SLOW_TIMEOUT });
         for (let i = 0; i < each; i++) {
           const contact = `slow-${o}-${h}-${i}@example.com`;
           rows.push({ orgId, integrationId: hook.id, kind: 'matched', body: JSON.stringify(matchedBody(orgId, contact)), contact });
