@@ -66,8 +66,10 @@ async function api(base: string, method: string, p: string, token: string, body?
   return text ? JSON.parse(text) : undefined;
 }
 
+/** the contact of backlog delivery n, as SQL builds it */
+const BACKLOG_CONTACT = `'backlog-' || n || '@bench.example'`;
 /** the body of backlog delivery n, as SQL builds it (the got loop sends one of the same size) */
-const backlogBody = (org: string, day: string) => `json_build_object('medium', 'event', 'contact', 'backlog-' || n || '@bench.example',
+const backlogBody = (org: string, day: string) => `json_build_object('medium', 'event', 'contact', ${BACKLOG_CONTACT},
   'type', 'EMAIL', 'date', ${day}::text, 'org_id', ${org}::bigint::text, 'event', 'view')::text`;
 
 interface GotRound {
@@ -186,7 +188,7 @@ export async function benchDispatch(input: DispatchBenchInput) {
     await db.query('BEGIN');
     await db.query(
       `INSERT INTO deliveries (org_id, integration_id, kind, contact, body, next_attempt_at)
-       SELECT $1::bigint, $2::bigint, 'event', 'backlog-' || n || '@bench.example', ${backlogBody('$1', '$3')}, now() FROM generate_series(1, $4) AS n`,
+       SELECT $1::bigint, $2::bigint, 'event', ${BACKLOG_CONTACT}, ${backlogBody('$1', '$3')}, now() FROM generate_series(1, $4) AS n`,
       [org, integrationId, day, backlog],
     );
     await db.query(`SELECT pg_notify('trackway_deliveries', '')`);

@@ -53,6 +53,9 @@ function worthAWrite(stored: string, incoming: string): string {
 const WORTH_A_WRITE_SQL = `
     WHERE ${worthAWrite('v', 'EXCLUDED')}`;
 
+/** last_seen under `hold`: the one value an unchanged touch would still move (and an indexed one) stays. */
+const HELD_LAST_SEEN_SQL = `CASE WHEN ${worthAWrite('v', 'EXCLUDED')} THEN GREATEST(v.last_seen, EXCLUDED.last_seen) ELSE v.last_seen END`;
+
 /** A visitor touch as it travels in the upsert's jsonb parameter. */
 function visitorTouchJson(r: VisitorTouch) {
   return {
@@ -92,12 +95,7 @@ export function visitorsUpsert(rows: VisitorTouch[], unchanged: UnchangedVisitor
   // a batch with a forced touch writes all its visitors (identifies are few beside events)
   const force = rows.some((r) => r.force);
   const WORTH_A_WRITE = sql.raw(force || unchanged === 'hold' ? '' : WORTH_A_WRITE_SQL);
-  // held unchanged: last_seen, the one value an unchanged touch would still move (and an indexed one), stays
-  const LAST_SEEN = sql.raw(
-    unchanged === 'hold' && !force
-      ? `CASE WHEN ${worthAWrite('v', 'EXCLUDED')} THEN GREATEST(v.last_seen, EXCLUDED.last_seen) ELSE v.last_seen END`
-      : 'GREATEST(v.last_seen, EXCLUDED.last_seen)',
-  );
+  const LAST_SEEN = sql.raw(unchanged === 'hold' && !force ? HELD_LAST_SEEN_SQL : 'GREATEST(v.last_seen, EXCLUDED.last_seen)');
   const COREX = sql.raw(rows.some((r) => r.corexId !== null) ? 'corex_id = COALESCE(EXCLUDED.corex_id, v.corex_id),' : '');
   return sql`INSERT INTO visitors AS v (org_id, core_id, roaming_id, corex_id, first_seen, last_seen, user_agent, location, name)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(
