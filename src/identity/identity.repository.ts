@@ -114,7 +114,7 @@ export async function identifyContacts(
   person: number,
   contacts: { type: 'EMAIL' | 'PHONE'; value: string; verified: boolean }[],
 ): Promise<IdentifiedContact[]> {
-  const input = JSON.stringify(contacts.map((c, ord) => ({ ...c, ord })));
+  const input = JSON.stringify(contacts.map((c, ord) => ({ type: c.type, value: c.value, verified: c.verified, ord })));
   // contacts: DO UPDATE (a no-op) rather than DO NOTHING so an existing row is returned and locked
   const { rows } = await sql<IdentifiedContact>`${sql.raw(PREPARE)}
     WITH input AS (

@@ -98,7 +98,8 @@ export function profileMarks(events: readonly (ProfileEvent & { gpc?: boolean })
       coreId: it.coreId,
       seq,
       view: r.view === null ? null : { url: r.view, at: it.receivedAt.toISOString() },
-      cart: r.cart && { ...r.cart, at: it.receivedAt },
+      // field by field: a spread with an added property gets a hidden class of its own (src/tracking/ingest.types.ts eventItem)
+      cart: r.cart && { productId: r.cart.productId, cartUrl: r.cart.cartUrl, at: it.receivedAt },
     });
   });
   return { marks, products: [...products.values()] };

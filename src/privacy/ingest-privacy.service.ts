@@ -24,7 +24,7 @@
 //     events of a person with a suppressed contact (one still stored, e.g.
 //     after an export with `suppress`) are sent nowhere.
 import type { Executor, OrgId } from '../db/tenancy.ts';
-import type { IngestItem } from '../tracking/ingest.types.ts';
+import { eventItem, type IdentifyItem, identifyItem, type IngestItem } from '../tracking/ingest.types.ts';
 import type { SubjectHasher } from './subject-hash.crypto.ts';
 import { suppressedAmong } from './suppression.repository.ts';
 
@@ -40,8 +40,8 @@ interface ContactLike {
 }
 
 /** An identify that links nothing and names no one (the visitor is still touched). */
-function withoutIdentity(it: IngestItem & { kind: 'identify' }): IngestItem {
-  return { ...it, claim: { contacts: [], name: null, verified: false } };
+function withoutIdentity(it: IdentifyItem): IngestItem {
+  return identifyItem(it, { contacts: [], name: null, verified: false });
 }
 
 /**
@@ -95,7 +95,7 @@ export class BatchPrivacy {
       if (it.kind === 'identify') {
         const suppressed = k !== undefined && k.contacts.some((c) => known.get(c));
         kept.push(it.gpc || suppressed ? withoutIdentity(it) : it);
-      } else kept.push(it.gpc && it.corexId !== null ? { ...it, corexId: null } : it);
+      } else kept.push(it.gpc && it.corexId !== null ? eventItem(it, null, it.name, it.body) : it);
     }
     return { items: kept, privacy };
   }

@@ -27,7 +27,7 @@ import { identityKey, requestCost, type TrafficLimits } from '../http/traffic-li
 import { type IdentifyClaim, verifyIdentify } from '../identity/verification.rules.ts';
 import type { OrganisationPolicy } from '../platform/organisation-directory.service.ts';
 import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.rules.ts';
-import type { IngestItem } from './ingest.types.ts';
+import { eventItem, identifyItem, type IngestItem, type VisitorContext } from './ingest.types.ts';
 import { TRACKING_OPERATIONS, type TrackingAction, type TrackingOperation } from './operations.rules.ts';
 import { checkOrigin, originAllowed } from './origin.rules.ts';
 import { botReason } from './bots.rules.ts';
@@ -185,12 +185,12 @@ function charge(limits: TrafficLimits, a: Admission, end: number): void {
   for (let i = 0; i < end; i++) CHECKS[i]!.charge?.(limits, a);
 }
 
-/** The item of an admitted request. */
+/** The item of an admitted request (made by ingest.types.ts's constructors: one hidden class per kind). */
 function itemOf(deps: Deps, a: Admission): IngestItem {
   const { client, ids } = a;
   const policy = a.policy!;
   const ua = client.userAgent;
-  const base = {
+  const visit: VisitorContext = {
     orgId: ids.org_id,
     roamingId: ids.roaming_id,
     coreId: ids.core_id,
@@ -202,9 +202,9 @@ function itemOf(deps: Deps, a: Admission): IngestItem {
     gpc: client.gpc && policy.honorGpc,
     bot: botReason(client, policy),
   };
-  if (a.action === 'identify') return { ...base, kind: 'identify', claim: a.claim! };
+  if (a.action === 'identify') return identifyItem(visit, a.claim!);
   const corexId = ids.corex_id === undefined || ids.corex_id === 'null' ? null : ids.corex_id;
-  return { ...base, kind: 'event', corexId, name: a.action, body: a.body! };
+  return eventItem(visit, corexId, a.action, a.body!);
 }
 
 /** The Koa path: the admitted request, charged; a refusal throws (see above). */

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { verifyIdentify } from '../../src/identity/verification.rules.ts';
 import { normaliseSubject, type SubjectType } from '../../src/privacy/subject-hash.crypto.ts';
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
-import type { EventItem, IngestItem } from '../../src/tracking/ingest.types.ts';
+import { type EventItem, eventItem, identifyItem, type IngestItem } from '../../src/tracking/ingest.types.ts';
 import type { OrganisationPolicy } from '../../src/platform/organisation-directory.service.ts';
 import { type Account, newMerchant, newWebhook, unique } from './accounts.ts';
 import type { TestServer } from './harness.ts';
@@ -59,12 +59,12 @@ export async function itemsOf(shop: Shop, steps: Step[]): Promise<IngestItem[]> 
       policy,
       gpc: st.gpc === true && policy.honorGpc,
     };
-    if ('identify' in st) return { ...base, kind: 'identify', claim: verifyIdentify(policy, st.identify) };
+    if ('identify' in st) return identifyItem(base, verifyIdentify(policy, st.identify));
     const body =
       st.event === 'productview'
         ? { product_id: st.product, price: 1, product_url: `https://${shop.domain}/p/${st.product}` }
         : { page: `https://${shop.domain}/` };
-    return { ...base, kind: 'event', corexId: st.corex ?? null, name: st.event, body };
+    return eventItem(base, st.corex ?? null, st.event, body);
   });
 }
 
