@@ -50,9 +50,14 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
     RETURNING v.org_id, v.core_id, v.person_id, v.corex_id, (xmax = 0) AS inserted
   `.execute(tx);
   // without a corex_id in the batch no row's corex_id moved: the old one is the current one
+  // field by field, in the read-back's order: a spread with an added property would give each row a hidden class of its own (src/tracking/ingest.types.ts eventItem)
   const out: TouchedVisitor[] = written.map((r) => ({
-    ...r,
+    org_id: r.org_id,
+    core_id: r.core_id,
+    person_id: r.person_id,
+    corex_id: r.corex_id,
     old_corex_id: before ? (before.get(visitorKey(r.org_id, r.core_id)) ?? null) : r.corex_id,
+    inserted: r.inserted,
   }));
   if (out.length === rows.length) return out;
   // the visitors left as they were: locked above, read now (unchanged, so old_corex_id = corex_id)

@@ -1,5 +1,6 @@
 // An integration's secrets in clear, decrypted once per version of the
 // integration (id + modified_at) and kept in a small bounded cache.
+import { evictionBatch, evictOldest } from '../recent-cache.ts';
 import type { Cipher } from '../platform/secrets.service.ts';
 import { type Credentials, signingKey } from './signing.crypto.ts';
 
@@ -26,7 +27,7 @@ export function createCredentialCache(cipher: Cipher, max = 10_000): CredentialC
         key: signingKey(cipher.decrypt(s.signingSecretEnc)),
       };
       entries.delete(s.integrationId);
-      if (entries.size >= max) entries.delete(entries.keys().next().value!);
+      if (entries.size >= max) evictOldest(entries, entries.size - max + evictionBatch(max));
       entries.set(s.integrationId, { version, creds });
       return creds;
     },
