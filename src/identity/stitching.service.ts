@@ -239,7 +239,7 @@ export class Stitching {
     for (const [orgId, rows] of this.alone(items)) {
       // fewer than two: identify()'s own statement is as many; an organisation written with the upsert is done
       if (rows.length < 2 || this.pending.has(orgId)) continue;
-      const withPerson = rows.map((r) => ({ ...r, person: this.personOfVisitor(orgId, r.coreId) }));
+      const withPerson = rows.map((r) => ({ coreId: r.coreId, person: this.personOfVisitor(orgId, r.coreId), contacts: r.contacts }));
       this.wrote(orgId, await identifyContactsTogether(this.tx, orgId, withPerson));
     }
   }
