@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { ensurePlatformAccount } from '../../src/platform/accounts.service.ts';
 import type { components } from '../../generated/openapi.ts';
-import type { TestServer } from './harness.ts';
+import { startTestServer, type TestServer } from './harness.ts';
 import { type OrgId, testOrgId } from './org-id.ts';
 import type { BodyOf } from './client.ts';
 
@@ -88,4 +88,19 @@ export async function newWebhook(
   });
   expect(r.status, r.text).to.equal(201);
   return { ...r.body.integration, org_id: testOrgId(r.body.integration.org_id) };
+}
+
+/**
+ * For a describe block that needs a test server and one organisation of its
+ * own (an account's first merchant) and nothing else: started before its
+ * tests, stopped after them; read `srv` and `org` inside the tests.
+ */
+export function withMerchant(): { srv: TestServer; org: OrgId } {
+  const ctx = {} as { srv: TestServer; org: OrgId };
+  before(async () => {
+    ctx.srv = await startTestServer();
+    ctx.org = (await newMerchant(ctx.srv, await newAccount(ctx.srv))).organisation.id;
+  });
+  after(() => ctx.srv.stop());
+  return ctx;
 }

@@ -6,20 +6,13 @@ import { ApiError } from '../../src/http/errors.ts';
 import { createMetrics } from '../../src/http/metrics.ts';
 import { createIngestor, MAX_QUEUED } from '../../src/tracking/ingest.service.ts';
 import type { EventItem } from '../../src/tracking/ingest.types.ts';
-import { startTestServer, type TestServer } from '../support/harness.ts';
-import { newAccount, newMerchant, unique } from '../support/accounts.ts';
-import type { OrgId } from '../../src/db/tenancy.ts';
+import { unique, withMerchant } from '../support/accounts.ts';
 
 describe('tracking: the ingest queue is bounded', () => {
-  let srv: TestServer;
-  let org: OrgId;
-  before(async () => {
-    srv = await startTestServer();
-    org = (await newMerchant(srv, await newAccount(srv))).organisation.id;
-  });
-  after(() => srv.stop());
+  const shop = withMerchant();
 
   it('refuses beyond maxQueued with 503 unavailable and Retry-After, and commits what it queued', async () => {
+    const { srv, org } = shop;
     expect(MAX_QUEUED).to.be.at.least(1_000);
     const policy = (await srv.deps.organisations.policy(org))!;
     // its own metrics registry: the server's already holds the ingest metrics

@@ -10,9 +10,7 @@ import { profileMarks } from '../../src/identity/recorded.rules.ts';
 import { BatchPrivacy } from '../../src/privacy/ingest-privacy.service.ts';
 import { eventItem, type EventItem, type IngestItem } from '../../src/tracking/ingest.types.ts';
 import { type TrackingClient, tryAdmit } from '../../src/tracking/tracking.service.ts';
-import { newAccount, newMerchant, unique } from '../support/accounts.ts';
-import { startTestServer, type TestServer } from '../support/harness.ts';
-import type { OrgId } from '../../src/db/tenancy.ts';
+import { unique, withMerchant } from '../support/accounts.ts';
 
 v8.setFlagsFromString('--allow-natives-syntax');
 // eslint-disable-next-line @typescript-eslint/no-implied-eval -- V8's intrinsic can only be reached from compiled source
@@ -22,13 +20,7 @@ const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: objec
 const MANY = 60;
 
 describe('tracking: ingest items share one hidden class per kind', () => {
-  let srv: TestServer;
-  let org: OrgId;
-  before(async () => {
-    srv = await startTestServer();
-    org = (await newMerchant(srv, await newAccount(srv))).organisation.id;
-  });
-  after(() => srv.stop());
+  const shop = withMerchant();
 
   // public addresses in several places (and one nowhere), user agents or none, GPC or not, a corex_id or not
   const client = (i: number): TrackingClient => ({
@@ -39,13 +31,13 @@ describe('tracking: ingest items share one hidden class per kind', () => {
     bodyChars: 40,
     gpc: i % 2 === 0,
   });
-  const ids = (i: number) => ({ org_id: org, roaming_id: unique('r'), core_id: unique('c'), corex_id: i % 5 === 0 ? unique('x') : 'null' });
+  const ids = (i: number) => ({ org_id: shop.org, roaming_id: unique('r'), core_id: unique('c'), corex_id: i % 5 === 0 ? unique('x') : 'null' });
 
   async function admitted(op: 'recordViewEvent' | 'recordUpdateCartEvent', n: number): Promise<EventItem[]> {
     const items: EventItem[] = [];
     for (let i = 0; i < n; i++) {
       const body = op === 'recordViewEvent' ? { page: `https://shop.example/${i}` } : { product_id: i + 1, cart_url: 'https://shop.example/cart' };
-      const a = await tryAdmit(srv.deps, op, client(i), ids(i), body);
+      const a = await tryAdmit(shop.srv.deps, op, client(i), ids(i), body);
       expect(a, `request ${i} admitted`).to.not.equal(null);
       items.push(a!.item as EventItem);
     }
@@ -68,7 +60,7 @@ describe('tracking: ingest items share one hidden class per kind', () => {
     const [first] = await admitted('recordViewEvent', 1);
     const gpc: IngestItem[] = [];
     for (let i = 0; i < MANY; i++) gpc.push(eventItem({ ...pageVisit(i), gpc: true }, unique('x'), 'view', { page: 'https://shop.example/' }));
-    const { items } = await BatchPrivacy.screen(srv.deps, srv.deps.db, gpc);
+    const { items } = await BatchPrivacy.screen(shop.srv.deps, shop.srv.deps.db, gpc);
     expect(items).to.have.length(MANY);
     expect(items.every((it) => it.kind === 'event' && it.corexId === null)).to.equal(true);
     expect(items.findIndex((it) => !sameMap(first!, it))).to.equal(-1);
@@ -84,7 +76,7 @@ describe('tracking: ingest items share one hidden class per kind', () => {
   /** A visit as the tracking service describes one (the policy is the test organisation's). */
   function pageVisit(i: number) {
     return {
-      orgId: org,
+      orgId: shop.org,
       roamingId: `r${i}`,
       coreId: `c${i}`,
       receivedAt: new Date(),
