@@ -13,6 +13,8 @@ interface Compiled {
   regex: RegExp;
   /** length of the literal part of the template: longer is more specific */
   literal: number;
+  /** the template's text after its last parameter (`/event/view`): a path that matches ends with it, so endsWith rules most templates out before their regex runs */
+  suffix: string;
   params: (path: string) => Record<string, string> | null;
 }
 
@@ -59,6 +61,7 @@ export class FastRouter extends OpenAPIRouter {
         method: op.method,
         regex: capture,
         literal: op.path.replace(/\{.*?\}/g, '').length,
+        suffix: op.path.slice(op.path.lastIndexOf('}') + 1),
         params: (p) => {
           const m = capture.exec(p);
           if (!m) return null;
@@ -99,7 +102,7 @@ export class FastRouter extends OpenAPIRouter {
     if (exact) return exact;
     let pathMatched = false;
     for (const t of this.templates) {
-      if (!t.regex.test(path)) continue;
+      if (!path.endsWith(t.suffix) || !t.regex.test(path)) continue;
       pathMatched = true;
       if (t.method === method) return t.op;
     }
