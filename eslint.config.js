@@ -52,7 +52,7 @@ export default tseslint.config(
     // class per kind: in V8 (Node 20) an object literal that spreads another AND adds a
     // property gets a map of its own per object, and every read of such objects goes
     // through the megamorphic stub cache (src/tracking/ingest.types.ts eventItem;
-    // BENCHMARKS.md "Items with one hidden class"). A plain copy (`{ ...x }`) is fine.
+    // docs/profiles/hidden-classes.md). A plain copy (`{ ...x }`) is fine.
     files: ['src/tracking/**/*.ts', 'src/identity/**/*.ts', 'src/geo/**/*.ts', 'src/privacy/ingest-privacy.service.ts', 'src/recent-cache.ts'],
     // the handlers' tables are built once, at start
     ignores: ['**/*.handlers.ts'],

@@ -31,8 +31,8 @@ export class RecentCache<V> {
  * (`map.delete(map.keys().next().value)` per insert) is slow in V8: deleted
  * entries stay in its table as holes until the next rehash, and every new
  * iterator walks past all of them, so at 10,000 entries each eviction cost
- * about 5 µs against 0.2 µs in batches of an eighth (BENCHMARKS.md,
- * "Forgetting in batches"). Bounded caches evict with this, a batch at a time.
+ * about 5 µs against 0.2 µs in batches of an eighth
+ * (docs/profiles/hidden-classes.md).
  */
 export function evictOldest<K, V>(map: Map<K, V>, count: number): void {
   if (count <= 0) return;
@@ -44,3 +44,12 @@ export function evictOldest<K, V>(map: Map<K, V>, count: number): void {
 
 /** How many entries a bounded Map of `max` evicts at once when it is over: an eighth of it (at least one). */
 export const evictionBatch = (max: number): number => Math.max(1, max >> 3);
+
+/**
+ * Keeps a Map whose newest entries are last within `max`: once it is over,
+ * its oldest are forgotten, an eighth of `max` at a time (evictOldest). The
+ * bounded Maps (fresh visitors, webhook credentials) call it after each insert.
+ */
+export function keepWithin<K, V>(map: Map<K, V>, max: number): void {
+  if (map.size > max) evictOldest(map, map.size - max - 1 + evictionBatch(max));
+}

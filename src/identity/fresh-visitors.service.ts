@@ -32,7 +32,7 @@
 // visitor is made again by that visitor's next batch (as a concurrent batch
 // makes a new one today, person-erasure.repository.ts lockVisitors).
 import type { Location } from '../db/schema.ts';
-import { evictionBatch, evictOldest } from '../recent-cache.ts';
+import { keepWithin } from '../recent-cache.ts';
 import type { OrgId } from '../db/tenancy.ts';
 import { VISITOR_TOUCH_SECONDS, type VisitorTouch } from './visitors-upsert.repository.ts';
 
@@ -136,8 +136,7 @@ export class FreshVisitors {
       location: t.location ?? before?.location ?? null,
       until,
     });
-    // the oldest an eighth at a time: one at a time costs a walk over every hole the earlier ones left (src/recent-cache.ts)
-    if (this.entries.size > this.max) evictOldest(this.entries, this.entries.size - this.max + evictionBatch(this.max) - 1);
+    keepWithin(this.entries, this.max);
   }
 
   /** Written by another kind of batch (a transaction, identifies): what this process wrote of them no longer says what is stored. */

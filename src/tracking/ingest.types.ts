@@ -57,7 +57,7 @@ export type IngestItem = EventItem | IdentifyItem;
  * one per object, so every property read of the batch code (the privacy
  * screen, the plain batch, identity, fan-out: each reads every item) went
  * through the megamorphic stub cache, and each item left a map behind for
- * the garbage collector (BENCHMARKS.md, "Items with one hidden class").
+ * the garbage collector (docs/profiles/hidden-classes.md).
  */
 export function eventItem(v: VisitorContext, corexId: string | null, name: TrackedEventName, body: Record<string, unknown>): EventItem {
   return {

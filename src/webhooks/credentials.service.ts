@@ -1,6 +1,6 @@
 // An integration's secrets in clear, decrypted once per version of the
 // integration (id + modified_at) and kept in a small bounded cache.
-import { evictionBatch, evictOldest } from '../recent-cache.ts';
+import { keepWithin } from '../recent-cache.ts';
 import type { Cipher } from '../platform/secrets.service.ts';
 import { type Credentials, signingKey } from './signing.crypto.ts';
 
@@ -27,8 +27,8 @@ export function createCredentialCache(cipher: Cipher, max = 10_000): CredentialC
         key: signingKey(cipher.decrypt(s.signingSecretEnc)),
       };
       entries.delete(s.integrationId);
-      if (entries.size >= max) evictOldest(entries, entries.size - max + evictionBatch(max));
       entries.set(s.integrationId, { version, creds });
+      keepWithin(entries, max);
       return creds;
     },
   };
