@@ -12,7 +12,7 @@ import { visitorTouches } from '../../src/identity/stitching.service.ts';
 import { prepareBatch, processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
 import type { IngestItem } from '../../src/tracking/ingest.types.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
-import { startTestServer, type TestServer } from '../support/harness.ts';
+import { notificationsHeard, startTestServer, type TestServer } from '../support/harness.ts';
 import { onStatements } from '../support/statements.ts';
 
 type Step = { visitor: string } & (
@@ -317,6 +317,7 @@ describe('identity: identifies written together give what one by one gives', () 
     const { id: org, domain } = (await newMerchant(srv, account)).organisation;
     const policy = (await srv.deps.organisations.policy(org))!;
     const s = { org, domain, policy };
+    await notificationsHeard(srv);
     await store(items(s, 'warm', [{ visitor: 'w', event: 'view' }]));
     return s;
   }
@@ -406,10 +407,14 @@ describe('identity: identifies written together give what one by one gives', () 
   it('identifies of an organisation told of contact matches, or with an event, take the transaction', async () => {
     const run = unique('t');
     const told = await shop();
-    // its caches filled (targets, policy)
-    await store(items(told, 'warm', [{ visitor: 'w', event: 'view' }]));
     const quiet = await quietShop();
+    // its caches filled (targets, policy), once the notice of its new integration has been heard
+    // (heard later, it would empty the targets just read: the read would then come inside the upsert's connection)
+    await notificationsHeard(srv);
+    await store(items(told, 'warm', [{ visitor: 'w', event: 'view' }]));
     await contactInserts(() => store(items(told, run, [{ visitor: 'v1', identify: { email: 'one@example.com' } }])));
+    // the targets came from the cache, on no connection
+    expect(texts().filter((t) => /from "integrations"/.test(t))).to.deep.equal([]);
     // then the recent activity read and the outbox, in the transaction
     const statements = ofUpsertsConnection();
     expect(statements.slice(0, 2)).to.deep.equal(['begin', 'upsert']);

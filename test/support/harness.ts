@@ -8,6 +8,7 @@ import { type RunningServer, type ServeOptions, startOnDatabase } from '../../sr
 import { ApiClient } from './client.ts';
 import { citusFromEnv, cloneCitusDatabase, dropOnWorkers } from './citus.ts';
 import { testDatabaseServer } from './global.ts';
+import { INTEGRATIONS_CHANNEL } from '../../src/db/notifications.ts';
 
 let counter = 0;
 
@@ -97,4 +98,30 @@ export async function startTestServer(env: Record<string, string> = {}, opts: Se
       await database.drop();
     },
   };
+}
+
+/**
+ * Resolves once the server's LISTEN connection has heard every notification
+ * committed before the call: a change to an organisation's integrations (or
+ * its settings) reaches the caches asynchronously, and may empty an entry a
+ * test has just filled. Notifications are delivered in commit order, so
+ * hearing one sent now means the earlier ones have been handled.
+ */
+export async function notificationsHeard(srv: TestServer, timeoutMs = 10_000): Promise<void> {
+  const marker = `heard-${process.pid}-${++counter}`;
+  let off = () => {};
+  const heard = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the LISTEN connection did not hear ${marker} within ${timeoutMs} ms`)), timeoutMs);
+    off = srv.webhooks.notifications.on(INTEGRATIONS_CHANNEL, (payload) => {
+      if (payload !== marker) return;
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  try {
+    await srv.database.handle.pool.query('SELECT pg_notify($1, $2)', [INTEGRATIONS_CHANNEL, marker]);
+    await heard;
+  } finally {
+    off();
+  }
 }
