@@ -36,13 +36,13 @@
 //   answered by the Koa app's error mapping (src/http/outcome.ts);
 // - metrics and logs by the same function as the Koa path (recordOutcome).
 import { IncomingMessage, type ServerResponse } from 'node:http';
-import client from 'prom-client';
 import type { OpenAPIBackend, Operation } from 'openapi-backend';
 import type { Deps } from '../deps.ts';
 import { findUnstorable, isStorableText } from './body-guard.ts';
 import { BODY_LIMITS } from './body-limits.ts';
 import { resolveClientAddress } from './client-address.ts';
 import type { ApiError } from './errors.ts';
+import { localCounter } from './metrics.ts';
 import { errorFor, recordOutcome, type RequestFacts, requestIdOf } from './outcome.ts';
 import { validateResponse } from './response-validation.ts';
 import type { FastRouter } from './router.ts';
@@ -148,17 +148,15 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
   if (!deps.config.fastPath) return fallback;
   const { log, metrics, config } = deps;
   const router = api.router as FastRouter;
-  const taken = new client.Counter({
+  const taken = localCounter({
     name: 'trackway_fast_path_requests_total',
     help: 'hot /jsv1 requests (events, identify): answered by the fast path, or handed over to the Koa app (anything unusual)',
     labelNames: ['outcome'] as const,
     registers: [metrics.registry],
   });
-  // the two series, resolved once (no label lookup per request)
-  const answered = taken.labels({ outcome: 'answered' });
-  const handedOver = taken.labels({ outcome: 'handed_over' });
-  answered.inc(0);
-  handedOver.inc(0);
+  // the two series, made once (counted here, added to prom-client's when it is read: metrics.ts localCounter)
+  const answered = taken.series({ outcome: 'answered' });
+  const handedOver = taken.series({ outcome: 'handed_over' });
 
   /** The contract's compiled request validators of each fast operation, as openapi-backend runs them. */
   const validators = new Map<string, ((data: unknown) => boolean)[]>();
