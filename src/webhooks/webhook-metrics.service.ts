@@ -30,8 +30,10 @@ export interface WebhookMetrics {
 }
 
 /**
- * A metric's child for one label value, looked up once: prom-client hashes
- * the labels object on every inc/observe, once per attempt on the dispatcher's path.
+ * A metric's child for one label value, made once (no labels object per
+ * attempt). prom-client still hashes the child's labels on every inc/observe;
+ * at the dispatcher's rate (a few per delivery) that is left as it is, where
+ * the request path counts in plain numbers (src/http/metrics.ts localCounter).
  */
 export function boundByLabel<C>(child: (value: string) => C): (value: string) => C {
   const children = new Map<string, C>();
