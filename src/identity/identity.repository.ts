@@ -4,6 +4,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { PREPARE } from '../db/database.ts';
 import type { RecentView } from '../db/schema.ts';
 import { type Executor, orgScoped, type OrgId } from '../db/tenancy.ts';
+import { isoTimestamp } from '../db/timestamps.ts';
 import { lockCorexIds, visitorKey } from './visitor-locks.repository.ts';
 import { type VisitorTouch, visitorsUpsert } from './visitors-upsert.repository.ts';
 
@@ -323,7 +324,7 @@ export async function rememberProductUrls(tx: Executor, rows: ProductSighting[])
 
 /** The catalogue's upsert (a later sighting wins), as a statement or a CTE body (the one-statement batch's). */
 export function productsUpsert(rows: readonly ProductSighting[]): RawBuilder<unknown> {
-  const data = JSON.stringify(rows.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: r.at })));
+  const data = JSON.stringify(rows.map((r) => ({ org_id: r.orgId, product_id: r.productId, url: r.url, seen_at: isoTimestamp(r.at) })));
   return sql`INSERT INTO products AS p (org_id, product_id, url, seen_at)
     SELECT * FROM jsonb_to_recordset(${data}::jsonb) AS x(org_id bigint, product_id bigint, url text, seen_at timestamptz)
     ON CONFLICT (org_id, product_id) DO UPDATE SET url = EXCLUDED.url, seen_at = EXCLUDED.seen_at

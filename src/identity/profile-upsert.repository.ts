@@ -24,6 +24,7 @@
 // at most 3; the last cart) done here, by `seq`, the events' order in the
 // batch (test/tracking/plain-batch.test.ts holds the two paths equal).
 import { sql } from 'kysely';
+import { isoTimestampOrNull } from '../db/timestamps.ts';
 import { PROFILE_ONTO_PERSON, type ProductSighting, productsUpsert } from './identity.repository.ts';
 import type { ProfileMark } from './recorded.rules.ts';
 
@@ -47,7 +48,7 @@ export function profileWrites(marks: readonly ProfileMark[], products: readonly 
         view_at: m.view?.at ?? null,
         product_id: m.cart?.productId ?? null,
         cart_url: m.cart?.cartUrl ?? null,
-        cart_at: m.cart?.at ?? null,
+        cart_at: isoTimestampOrNull(m.cart?.at),
       })),
     );
     parts.push(sql`marks AS (

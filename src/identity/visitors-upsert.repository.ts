@@ -8,6 +8,7 @@
 import { sql } from 'kysely';
 import type { Location } from '../db/schema.ts';
 import type { OrgId } from '../db/tenancy.ts';
+import { isoTimestamp } from '../db/timestamps.ts';
 
 export interface VisitorTouch {
   orgId: OrgId;
@@ -63,8 +64,8 @@ function visitorTouchJson(r: VisitorTouch) {
     core_id: r.coreId,
     roaming_id: r.roamingId,
     corex_id: r.corexId,
-    first_seen: r.firstSeen,
-    last_seen: r.lastSeen,
+    first_seen: isoTimestamp(r.firstSeen),
+    last_seen: isoTimestamp(r.lastSeen),
     user_agent: r.userAgent,
     location: r.location,
     name: r.name ?? null,

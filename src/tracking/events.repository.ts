@@ -3,6 +3,7 @@
 import { type RawBuilder, type Transaction, sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
 import type { DB } from '../db/schema.ts';
+import { isoTimestamp } from '../db/timestamps.ts';
 import { orgScoped, type OrgId } from '../db/tenancy.ts';
 
 export interface NewEvent {
@@ -20,7 +21,7 @@ function eventsJson(rows: readonly NewEvent[]): string {
   return JSON.stringify(
     rows.map((r) => ({
       org_id: r.orgId,
-      received_at: r.receivedAt,
+      received_at: isoTimestamp(r.receivedAt),
       name: r.name,
       core_id: r.coreId,
       roaming_id: r.roamingId,
