@@ -60,7 +60,8 @@ type ValidatedHandler = (r: {
   userAgent: string;
   bodyChars: number;
   gpc: boolean;
-}) => Promise<(() => Promise<{ status: number; body: unknown }>) | null>;
+}) => ValidatedAnswer | Promise<ValidatedAnswer>;
+type ValidatedAnswer = (() => Promise<{ status: number; body: unknown }>) | null;
 
 /** Content types taken as they are (lower case, spaces removed); any other goes to Koa. */
 const PLAIN_TYPES = new Set(['application/json', 'application/json;charset=utf-8', 'text/plain', 'text/plain;charset=utf-8']);
@@ -226,7 +227,7 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
     }
     if (!valid(op, req, params, parsed?.value)) return handOver(req, res, raw);
 
-    const submit = await handler({
+    const decided = handler({
       params,
       body: parsed?.value,
       ip,
@@ -236,6 +237,8 @@ export function createFastPath(deps: Deps, api: OpenAPIBackend, handlers: FastHa
       bodyChars: parsed?.chars ?? 0,
       gpc: req.headers['sec-gpc'] === '1',
     });
+    // a handler that could decide at once (the organisation's policy cached) gave no promise: nothing to wait for
+    const submit = decided instanceof Promise ? await decided : decided;
     if (!submit) return handOver(req, res, raw);
 
     // from here on the request is this path's: charged, and answered here

@@ -97,5 +97,7 @@ export interface FastRequest<K extends OperationId> {
  * then handed to the Koa app, so it must have charged and stored nothing);
  * otherwise a function that does the work and gives the success answer.
  */
-export type FastHandler<K extends OperationId> = (r: FastRequest<K>) => Promise<(() => Promise<SuccessOf<K>>) | null>;
+export type FastAnswer<K extends OperationId> = (() => Promise<SuccessOf<K>>) | null;
+/** given at once when the handler can decide without waiting (the fast path then awaits nothing before it submits) */
+export type FastHandler<K extends OperationId> = (r: FastRequest<K>) => FastAnswer<K> | Promise<FastAnswer<K>>;
 export type FastHandlers = { [K in OperationId]?: FastHandler<K> };

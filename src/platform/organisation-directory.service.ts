@@ -46,6 +46,13 @@ export interface OrganisationDirectory {
   isActive(orgId: OrgId): Promise<boolean>;
   /** the policy of an existing organisation (active or not); undefined when there is none */
   policy(orgId: OrgId): Promise<OrganisationPolicy | undefined>;
+  /**
+   * The policy as `policy` would resolve it, when the cache already holds it
+   * resolved (undefined: no such organisation); NOT_CACHED otherwise, and
+   * `policy` is then the way. Lets the tracking fast path admit a request
+   * without a promise to wait for.
+   */
+  cachedPolicy(orgId: OrgId): OrganisationPolicy | undefined | typeof NOT_CACHED;
   invalidate(orgId: OrgId): void;
   /** drops every entry (after notifications may have been missed) */
   clear(): void;
@@ -87,17 +94,32 @@ export function policyOf(row: PolicyRow, suppressing: boolean, cipher: Cipher): 
   };
 }
 
+/** cachedPolicy's answer when the cache has no resolved policy for the organisation */
+export const NOT_CACHED: unique symbol = Symbol('not cached');
+
+interface Entry {
+  until: number;
+  policy: Promise<OrganisationPolicy | undefined>;
+  /** what `policy` resolved to, once it has (NOT_CACHED until then) */
+  settled: OrganisationPolicy | undefined | typeof NOT_CACHED;
+}
+
 export function createOrganisationDirectory(db: Database, cipher: Cipher, suppressing: SuppressionCheck, ttlMs = 5_000): OrganisationDirectory {
-  const entries = new Map<OrgId, { until: number; policy: Promise<OrganisationPolicy | undefined> }>();
+  const entries = new Map<OrgId, Entry>();
   const policy = (orgId: OrgId) => {
     const now = Date.now();
     const hit = entries.get(orgId);
     if (hit && hit.until > now) return hit.policy;
     if (entries.size > 100_000) entries.clear(); // bound memory under id scans
-    const entry = {
+    const entry: Entry = {
       until: now + ttlMs,
       // two statements at once, each naming the organisation (one shard each under Citus)
-      policy: Promise.all([findPolicyRow(db, orgId), suppressing(orgId)]).then(([row, s]) => (row ? policyOf(row, s, cipher) : undefined)),
+      policy: Promise.all([findPolicyRow(db, orgId), suppressing(orgId)]).then(([row, s]) => {
+        const p = row ? policyOf(row, s, cipher) : undefined;
+        entry.settled = p;
+        return p;
+      }),
+      settled: NOT_CACHED,
     };
     entry.policy.catch(() => {
       if (entries.get(orgId) === entry) entries.delete(orgId);
@@ -107,6 +129,10 @@ export function createOrganisationDirectory(db: Database, cipher: Cipher, suppre
   };
   return {
     policy,
+    cachedPolicy(orgId) {
+      const hit = entries.get(orgId);
+      return hit && hit.until > Date.now() ? hit.settled : NOT_CACHED;
+    },
     async isActive(orgId) {
       return (await policy(orgId))?.active === true;
     },

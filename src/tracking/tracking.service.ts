@@ -25,7 +25,7 @@ import type { Deps } from '../deps.ts';
 import { trackingError } from '../http/errors.ts';
 import { identityKey, requestCost, type TrafficLimits } from '../http/traffic-limits.ts';
 import { type IdentifyClaim, verifyIdentify } from '../identity/verification.rules.ts';
-import type { OrganisationPolicy } from '../platform/organisation-directory.service.ts';
+import { NOT_CACHED, type OrganisationPolicy } from '../platform/organisation-directory.service.ts';
 import { decodeIdentifyPayload, type IdentifyPayload } from './identify-payload.rules.ts';
 import { eventItem, identifyItem, type IngestItem, type VisitorContext } from './ingest.types.ts';
 import { TRACKING_OPERATIONS, type TrackingAction, type TrackingOperation } from './operations.rules.ts';
@@ -170,14 +170,31 @@ const CHECKS: readonly Check[] = [
   },
 ];
 
+/** The index of the first check after the policy's that refuses the request; -1 when none does. Charges nothing. */
+function examineWithPolicy(limits: TrafficLimits, a: Admission, policy: OrganisationPolicy | undefined): number {
+  a.policy = policy;
+  for (let i = 1; i < CHECKS.length; i++) if (!CHECKS[i]!.passes(limits, a)) return i;
+  return -1;
+}
+
 /** The index of the first check that refuses the request; -1 when none does. Charges nothing. */
 async function examine(deps: Deps, a: Admission): Promise<number> {
   const limits = deps.trackingLimits;
   if (!CHECKS[0]!.passes(limits, a)) return 0;
   // one cached lookup: active, and the trust policy (no database round trip of its own)
-  a.policy = await deps.organisations.policy(a.ids.org_id);
-  for (let i = 1; i < CHECKS.length; i++) if (!CHECKS[i]!.passes(limits, a)) return i;
-  return -1;
+  return examineWithPolicy(limits, a, await deps.organisations.policy(a.ids.org_id));
+}
+
+/**
+ * examine without waiting, when the organisation's policy is already cached
+ * (almost every request); NOT_CACHED when it is not, and examine is the way.
+ */
+function examineNow(deps: Deps, a: Admission): number | typeof NOT_CACHED {
+  const policy = deps.organisations.cachedPolicy(a.ids.org_id);
+  if (policy === NOT_CACHED) return NOT_CACHED;
+  const limits = deps.trackingLimits;
+  if (!CHECKS[0]!.passes(limits, a)) return 0;
+  return examineWithPolicy(limits, a, policy);
 }
 
 /** Charges the limits of the checks before `end` (all of them: CHECKS.length). */
@@ -231,16 +248,28 @@ export async function admit(
   return a;
 }
 
-/** The fast path: the admitted request, charged, or null when anything would refuse it (nothing charged). */
-export async function tryAdmit(
+/**
+ * The fast path: the admitted request, charged, or null when anything would
+ * refuse it (nothing charged); at once when the organisation's policy is
+ * cached, else once it is read.
+ */
+export function tryAdmit(
   deps: Deps,
   op: TrackingOperation,
   client: TrackingClient,
   ids: TrackingIds,
   body?: Record<string, unknown>,
-): Promise<Admission | null> {
+): Admission | null | Promise<Admission | null> {
   const a = new Admission(client, ids, TRACKING_OPERATIONS[op].action, body);
-  if ((await examine(deps, a)) >= 0) return null;
+  // with the policy cached, decided here and now: no promise, no turn of the microtask queue
+  const now = examineNow(deps, a);
+  if (now !== NOT_CACHED) return admitted(deps, a, now);
+  return examine(deps, a).then((refused) => admitted(deps, a, refused));
+}
+
+/** tryAdmit's end: the admitted request charged and its item made, or null when a check refused it. */
+function admitted(deps: Deps, a: Admission, refused: number): Admission | null {
+  if (refused >= 0) return null;
   charge(deps.trackingLimits, a, CHECKS.length);
   a.item = itemOf(deps, a);
   return a;
