@@ -3,7 +3,7 @@
 // millisecond. Every request of a batch brings its instant (an event's row
 // carries it once, its visitor touch twice: first_seen and last_seen), and
 // V8 formats each Date through toJSON → toISOString → a printf: about 2 % of
-// a worker's CPU in the perf profile of view (docs/profiles/json-dates.md).
+// a worker's CPU in the perf profile of view (docs/profiles/whole-host.md).
 
 let lastMs = Number.NaN;
 let lastIso = '';

@@ -18,7 +18,7 @@ export interface Metrics {
  * prom-client (15.x) hashes a labels object on every `inc` — a child from
  * `labels()` too: it keeps the labels and calls its parent with them — which
  * showed in the workers' allocation profile at every request
- * (docs/profiles/hidden-classes.md, "Allocations").
+ * (docs/profiles/whole-host.md).
  */
 export interface LocalCounter<T extends string> {
   /** the series of these labels (made once, shown at 0 until counted) */
