@@ -10,7 +10,14 @@ import { unique, withMerchant } from '../support/accounts.ts';
 
 describe('tracking: admission without waiting when the policy is cached', () => {
   const shop = withMerchant();
-  const client = (origin = ''): TrackingClient => ({ ip: '81.2.69.142', origin, referer: '', userAgent: 'Mozilla/5.0 (test)', bodyChars: 40, gpc: false });
+  const client = (origin = ''): TrackingClient => ({
+    ip: '81.2.69.142',
+    origin,
+    referer: '',
+    userAgent: 'Mozilla/5.0 (test)',
+    bodyChars: 40,
+    gpc: false,
+  });
   const ids = (org: OrgId = shop.org) => ({ org_id: org, roaming_id: unique('r'), core_id: unique('c'), corex_id: 'null' });
   const view = (org?: OrgId, origin?: string) =>
     tryAdmit(shop.srv.deps, 'recordViewEvent', client(origin), ids(org), { page: 'https://shop.example/' });
