@@ -31,9 +31,19 @@ if (cluster.isWorker && process.argv[1]?.endsWith(path.join('dist', 'src', 'main
   });
   const session = new inspector.Session();
   session.connect();
+  /**
+   * @param {string} method
+   * @param {object} [params]
+   * @returns {Promise<any>}
+   */
   const post = (method, params) =>
     new Promise((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
-  /** every byte the profile's samples stand for */
+  /** @typedef {{ selfSize: number, children?: ProfileNode[] }} ProfileNode */
+  /**
+   * every byte the profile's samples stand for
+   * @param {ProfileNode} node
+   * @returns {number}
+   */
   const total = (node) => node.selfSize + (node.children ?? []).reduce((n, c) => n + total(c), 0);
 
   async function begin() {
