@@ -70,29 +70,23 @@ function excerpt(chunks: Buffer[]): string {
 }
 
 /**
- * Empties got's `cacheOptions` (we use no HTTP cache: they are four
- * undefined settings) on options prepared once. got builds node's request
- * options per request as `{ ...cacheOptions, …34 properties }`, and on
- * Node 20's V8 an object literal that spreads a non-empty object before that
- * many properties costs about 80 µs and 23 KB (an empty one: under 1 µs).
- * Emptied, the raw got loop went from 4,300–5,600 to 7,400–7,800 requests/s
- * (BENCHMARKS.md, sixth stop). The setter outside a merge replaces the
- * object; every request's options copy it from these.
- */
-function withoutCacheOptions(o: Options): Options {
-  o.cacheOptions = {};
-  return o;
-}
-
-/**
  * The options every attempt to one origin with one timeout starts from
  * (each request merges only its body and headers into them): a streamed
- * POST over the origin's agents, `client`'s defaults, cacheOptions emptied.
+ * POST over the origin's agents, with `client`'s defaults.
+ *
+ * Their `cacheOptions` are emptied (we use no HTTP cache: they are four
+ * undefined settings). got builds node's request options per request as
+ * `{ ...cacheOptions, …34 properties }`, and on Node 20's V8 an object
+ * literal that spreads a non-empty object before that many properties costs
+ * about 80 µs and 23 KB (an empty one: under 1 µs). Emptied, the raw got
+ * loop went from 4,300–5,600 to 7,400–7,800 requests/s (BENCHMARKS.md, sixth
+ * stop). got's setter, outside a merge, replaces the object, and every
+ * request's options copy it from these.
  */
 export function preparedOptions(client: Got, timeoutMs: number, agent: { http: http.Agent; https: https.Agent }): Options {
-  return withoutCacheOptions(
-    new Options({ method: 'POST', isStream: true, timeout: { request: timeoutMs }, agent }, undefined, client.defaults.options),
-  );
+  const o = new Options({ method: 'POST', isStream: true, timeout: { request: timeoutMs }, agent }, undefined, client.defaults.options);
+  o.cacheOptions = {};
+  return o;
 }
 
 /** endpoint URLs whose check is kept (the sender forgets them all past this, and at every idle sweep) */
