@@ -3,12 +3,13 @@
 // libraries the hot path goes through (koa, openapi-backend, ajv, pg, kysely,
 // maxmind/geo, pino, prom-client, got, node:http …).
 //
-//   npx tsx scripts/profile-summary.ts [--bench RESULT.json [--scenario S]]
+//   npx tsx scripts/profile-summary.ts [--bench RESULT.json [--scenario S [--round N]]]
 //       [--skip S] [--until S] [--top N] [--json] FILE.cpuprofile...
 //
 // --bench keeps only the samples taken during the service's measured rounds,
 // as that bench run recorded them (`service_windows`, on CLOCK_MONOTONIC, the
-// clock V8 stamps samples with); --scenario narrows that to one scenario.
+// clock V8 stamps samples with); --scenario narrows that to one scenario,
+// --round to its Nth measured round (1-based: to compare early and late rounds).
 // Without it, --skip S / --until S keep the samples taken S seconds after the
 // profile started. Several files (one per worker or thread) are added up.
 // Percentages are of the sampled time in the window ("all") and of the time
@@ -224,6 +225,7 @@ function main(): void {
     options: {
       bench: { type: 'string' },
       scenario: { type: 'string' },
+      round: { type: 'string' },
       skip: { type: 'string', default: '0' },
       until: { type: 'string' },
       top: { type: 'string', default: '25' },
@@ -240,10 +242,11 @@ function main(): void {
   let what: string;
   if (values.bench) {
     const result = JSON.parse(fs.readFileSync(values.bench, 'utf8')) as { service_windows?: (Window & { scenario: string })[] };
-    const windows = (result.service_windows ?? []).filter((w) => !values.scenario || w.scenario === values.scenario);
+    let windows = (result.service_windows ?? []).filter((w) => !values.scenario || w.scenario === values.scenario);
+    if (values.round !== undefined) windows = windows.slice(Number(values.round) - 1, Number(values.round));
     if (windows.length === 0) throw new Error(`${values.bench} records no service rounds${values.scenario ? ` of ${values.scenario}` : ''}`);
     keep = (t) => windows.some((w) => t >= w.start_us && t <= w.end_us);
-    what = `${windows.length} measured service round(s)${values.scenario ? ` of ${values.scenario}` : ''}`;
+    what = `${windows.length} measured service round(s)${values.scenario ? ` of ${values.scenario}` : ''}${values.round ? `, round ${values.round}` : ''}`;
   } else {
     const skip = Number(values.skip);
     const until = values.until === undefined ? Infinity : Number(values.until);

@@ -5,20 +5,23 @@
 //
 // The fixed window: at most `limit` hits per key in a fixed
 // window that starts at the key's first hit (so `Retry-After` is never longer
-// than the window). O(1) per hit, memory bounded by `maxKeys`.
+// than the window). O(1) per hit (amortised), memory bounded by `maxKeys`.
 //
 // Every key shares one window length, so the Map's insertion order is also
 // the order in which windows end: a window that restarts is re-inserted at
 // the back, and expired entries are swept from the front, touching only what
-// has expired. When more than `maxKeys` keys are live at once, the oldest
-// windows are dropped first (those keys start over: the limiter fails open for
-// them rather than refusing everyone).
+// has expired (frontSweep: in batches). When `maxKeys` keys are live at once,
+// the oldest windows are dropped first, an eighth of them at a time (those
+// keys start over: the limiter fails open for them rather than refusing
+// everyone).
 //
 // Per process: several instances each apply the limit on their own.
 //
 //   const limiter = createRateLimiter({ limit: 20, windowMs: 3_600_000 });
 //   const d = limiter.hit(`ip:${ctx.ip}`);
 //   if (!d.allowed) → 429 with `Retry-After: d.retryAfterSeconds`
+
+import { evictionBatch } from '../recent-cache.ts';
 
 export interface RateLimitOptions {
   /** hits allowed per window (at least 1) */
@@ -55,6 +58,35 @@ interface Window {
 
 const monotonic = () => performance.now();
 
+/** How often at most a limiter sweeps its expired keys (every read checks expiry itself: a key left a while longer changes no answer). */
+export const SWEEP_MS = 1_000;
+
+/**
+ * The sweep of a limiter's Map, whose front holds its oldest entries, called
+ * before a new key goes in: the expired entries at the front go (at most once
+ * per SWEEP_MS), and a Map at `maxKeys` loses an eighth of it, oldest first
+ * (evictionBatch), in the same pass. In batches, not one entry per insert: V8
+ * keeps a deleted entry as a hole in the Map's table until its next rehash,
+ * and every new iterator walks past the holes at the front, so a Map at its
+ * cap that forgot one entry per insert cost O(holes) per insert — up to tens
+ * of thousands of steps — (docs/profiles/recent-keys-sweep.md: the recent
+ * identities at 100,000 keys took 27 % of the workers' busy time).
+ */
+function frontSweep<V>(map: Map<string, V>, maxKeys: number, expired: (v: V, t: number) => boolean): (t: number) => void {
+  const batch = evictionBatch(maxKeys);
+  let next = -Infinity;
+  return (t) => {
+    const full = map.size >= maxKeys;
+    if (!full && t < next) return;
+    next = t + SWEEP_MS;
+    const room = full ? maxKeys - batch : Infinity;
+    for (const [key, v] of map) {
+      if (map.size <= room && !expired(v, t)) break;
+      map.delete(key);
+    }
+  };
+}
+
 /** The options with their defaults, checked (both limiters take the same ones). */
 function settings(opts: RateLimitOptions): { limit: number; windowMs: number; maxKeys: number; now: () => number } {
   const { limit, windowMs } = opts;
@@ -69,14 +101,7 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
   const { limit, windowMs, maxKeys, now } = settings(opts);
 
   const windows = new Map<string, Window>();
-
-  /** Drops expired windows from the front; then the oldest while over `room`. */
-  function sweep(t: number, room: number): void {
-    for (const [key, w] of windows) {
-      if (t - w.start < windowMs && windows.size <= room) break;
-      windows.delete(key);
-    }
-  }
+  const sweep = frontSweep(windows, maxKeys, (w, t) => t - w.start >= windowMs);
 
   return {
     hit(key) {
@@ -87,7 +112,7 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
         w = undefined;
       }
       if (!w) {
-        sweep(t, maxKeys - 1);
+        sweep(t);
         w = { start: t, count: 0 };
         windows.set(key, w);
       }
@@ -115,13 +140,14 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
 // at limit/windowMs. Unlike the fixed window above, a budget cannot be spent
 // twice in a moment at a window edge: over any span of s ms a key gets at
 // most limit + limit·s/windowMs. A hit may cost more than one token (the
-// tracking limits weigh bodies by size). O(1) per hit.
+// tracking limits weigh bodies by size). O(1) per hit (amortised).
 //
 // Memory: a key's entry is re-inserted at the back of the Map on every hit it
 // is allowed, so the front holds the least recently charged keys; an entry
 // whose bucket has refilled (tat ≤ now) is the same as no entry and is swept
-// from the front. Beyond `maxKeys` live keys the least recently charged are
-// dropped (they start full again: fail open rather than refuse everyone).
+// from the front (frontSweep). At `maxKeys` live keys the least recently
+// charged are dropped, an eighth at a time (they start full again: fail open
+// rather than refuse everyone).
 
 export interface TokenBucketLimiter {
   /** Takes `cost` tokens (default 1, at most the capacity) from `key`'s bucket unless it has too few. */
@@ -135,13 +161,7 @@ export function createTokenBucket(opts: RateLimitOptions): TokenBucketLimiter {
   const { limit, windowMs, maxKeys, now } = settings(opts);
   const interval = windowMs / limit; // ms per token
   const tats = new Map<string, number>();
-
-  function sweep(t: number, room: number): void {
-    for (const [key, tat] of tats) {
-      if (tat > t && tats.size <= room) break;
-      tats.delete(key);
-    }
-  }
+  const sweep = frontSweep(tats, maxKeys, (tat, t) => tat <= t);
 
   return {
     allows(key, cost = 1) {
@@ -166,7 +186,7 @@ export function createTokenBucket(opts: RateLimitOptions): TokenBucketLimiter {
         };
       }
       if (held !== undefined) tats.delete(key);
-      else sweep(t, maxKeys - 1);
+      else sweep(t);
       tats.set(key, next);
       return { allowed: true, remaining: Math.max(0, Math.floor((windowMs - (next - t)) / interval + 1e-9)), retryAfterSeconds: 0 };
     },
@@ -178,8 +198,9 @@ export function createTokenBucket(opts: RateLimitOptions): TokenBucketLimiter {
 
 /**
  * Keys seen within the last `ttlMs` (refreshed when seen again), at most
- * `maxKeys` of them (the least recently seen are forgotten first). O(1) per
- * call; expired keys are swept from the front of the Map.
+ * `maxKeys` of them (the least recently seen are forgotten first, an eighth
+ * at a time). O(1) per call (amortised); expired keys are swept from the
+ * front of the Map (frontSweep).
  */
 export interface RecentKeys {
   has(key: string): boolean;
@@ -191,6 +212,7 @@ export function createRecentKeys(opts: { ttlMs: number; maxKeys?: number; now?: 
   const maxKeys = opts.maxKeys ?? 100_000;
   const now = opts.now ?? monotonic;
   const until = new Map<string, number>();
+  const sweep = frontSweep(until, maxKeys, (u, t) => u <= t);
   return {
     has(key) {
       const u = until.get(key);
@@ -198,11 +220,7 @@ export function createRecentKeys(opts: { ttlMs: number; maxKeys?: number; now?: 
     },
     add(key) {
       const t = now();
-      until.delete(key);
-      for (const [k, u] of until) {
-        if (u > t && until.size < maxKeys) break;
-        until.delete(k);
-      }
+      if (!until.delete(key)) sweep(t);
       until.set(key, t + opts.ttlMs);
     },
     get size() {

@@ -4,7 +4,7 @@
 // address as IPv4, so every address of one /64 shares one budget.
 import { expect } from 'chai';
 import { clientAddressKey } from '../../src/http/client-address.ts';
-import { createRateLimiter, createTokenBucket } from '../../src/http/rate-limit.ts';
+import { SWEEP_MS, createRateLimiter, createRecentKeys, createTokenBucket } from '../../src/http/rate-limit.ts';
 import { type RefusalReason, createTrafficLimits } from '../../src/http/traffic-limits.ts';
 
 describe('token bucket and client addresses', () => {
@@ -43,6 +43,32 @@ describe('token bucket and client addresses', () => {
     now = 5000;
     bucket.hit('fresh');
     expect(bucket.size).to.equal(1);
+  });
+
+  it('keeps the recent identities bounded: the least recently seen are forgotten first, an eighth at a time, and expired ones are swept', () => {
+    let now = 0;
+    const seen = createRecentKeys({ ttlMs: 60_000, maxKeys: 80, now: () => now });
+    for (let i = 0; i < 80; i++) {
+      seen.add(`k${i}`);
+      now += 1;
+    }
+    seen.add('k0'); // seen again: now the most recent
+    expect(seen.size).to.equal(80);
+    seen.add('new'); // at the cap: the 10 least recently seen go (k1…k10), not k0
+    expect(seen.size).to.equal(71);
+    for (let i = 1; i <= 10; i++) expect(seen.has(`k${i}`), `k${i}`).to.equal(false);
+    for (const k of ['k0', 'k11', 'k79', 'new']) expect(seen.has(k), k).to.equal(true);
+    // under a flood of new keys it never holds more than maxKeys
+    for (let i = 0; i < 10_000; i++) {
+      seen.add(`f${i}`);
+      expect(seen.size).to.be.at.most(80);
+    }
+    expect(seen.has('f9999')).to.equal(true);
+    // expired: none is seen any more, and the next new key sweeps them all
+    now += 60_000 + SWEEP_MS;
+    expect(seen.has('f9999')).to.equal(false);
+    seen.add('late');
+    expect(seen.size).to.equal(1);
   });
 
   it('counts an IPv6 client by its /64 and an IPv4-mapped address as IPv4', () => {
