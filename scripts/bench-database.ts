@@ -133,6 +133,32 @@ export async function createLimitTable(url: string): Promise<void> {
 
 export { withClient };
 
+/**
+ * Between scenarios: VACUUM (ANALYZE) of the whole database, then a
+ * CHECKPOINT, so that the next scenario does not pay for the last one's
+ * writes. Without it, autovacuum of what a scenario left (millions of events
+ * after mixed, the limit's own table too) ran during the next one's rounds
+ * and counted as its PostgreSQL CPU and WAL: the dispatch rounds right after
+ * mixed took 1,969 and 816 µs of PostgreSQL per delivery and 16,627 B of WAL
+ * in the first, against 92–108 µs and ~1,450 B in the later ones (the
+ * seventh stop's default run, BENCHMARKS.md). A scenario's own autovacuum
+ * still runs, and counts, in its rounds. Returns the seconds each step took.
+ */
+export async function settleDatabase(url: string): Promise<{ vacuum: number; checkpoint: number | null }> {
+  return withClient(url, async (c) => {
+    const t0 = performance.now();
+    await c.query('VACUUM (ANALYZE)');
+    const t1 = performance.now();
+    // CHECKPOINT needs a superuser or pg_checkpoint (PostgreSQL 15+): without it, the vacuum alone
+    const checkpointed = await c.query('CHECKPOINT').then(
+      () => true,
+      () => false,
+    );
+    const secs = (ms: number) => Math.round(ms / 100) / 10;
+    return { vacuum: secs(t1 - t0), checkpoint: checkpointed ? secs(performance.now() - t1) : null };
+  });
+}
+
 /** Whether the server keeps commit timestamps (the mixed scenario's exact commit → arrival needs them). */
 export async function commitTimestampsOn(url: string): Promise<boolean> {
   return withClient(url, async (c) => (await c.query<{ v: string }>(`SELECT current_setting('track_commit_timestamp') AS v`)).rows[0]!.v === 'on');

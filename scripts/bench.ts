@@ -13,6 +13,8 @@
 // and of PostgreSQL (/proc deltas over each round). Then the dispatcher
 // against a raw got loop, commit → arrival latency, and the service's peak RSS.
 // After each ingest scenario, WAL bytes per request (service and limit).
+// Before each scenario but the first, the database is settled (VACUUM
+// (ANALYZE), CHECKPOINT: settleDatabase), so none pays for the last one's writes.
 // `mixed`: a shop's traffic with exported events and identifies, unthrottled
 // and at a share of its own maximum, with commit → arrival of the exports
 // (scripts/bench-mixed.ts). `--stored N`: a second service on a database
@@ -61,6 +63,7 @@ import {
   enableCommitTimestamps,
   inspectDatabase,
   redact,
+  settleDatabase,
   withDatabase,
 } from './bench-database.ts';
 import { type MixedResult, benchMixed } from './bench-mixed.ts';
@@ -206,6 +209,15 @@ async function main(): Promise<string> {
   const walShots: WalShot[] = [];
 
   const results: ScenarioResult[] = [];
+  /** each scenario after the first starts on a settled database (settleDatabase) */
+  let scenariosRun = 0;
+  const settle = async () => {
+    if (scenariosRun++ === 0) return;
+    const s = await settleDatabase(dbUrl);
+    log(
+      `   settled the database: VACUUM (ANALYZE) ${s.vacuum} s, ${s.checkpoint === null ? 'no CHECKPOINT (not allowed)' : `CHECKPOINT ${s.checkpoint} s`}`,
+    );
+  };
   let stored: StoredResult | undefined;
   const ingestKeys = [...scenarios.keys()].filter((k) => ONLY.has(k));
   if (opts.stored > 0) {
@@ -240,6 +252,7 @@ async function main(): Promise<string> {
   } else {
     for (const key of ingestKeys) {
       const sc = scenarios.get(key)!;
+      await settle();
       serviceRss.scenario = key;
       results.push(await compare(servers, sc, cfg));
       if (wal && sc.limit) {
@@ -256,6 +269,7 @@ async function main(): Promise<string> {
   if (ONLY.has('mixed')) {
     const domain = 'mixed-shop.example';
     const m = await organisation(service.base, 'mixed@bench.example', domain);
+    await settle();
     serviceRss.scenario = 'mixed';
     mixed = await benchMixed({
       servers,
@@ -282,6 +296,7 @@ async function main(): Promise<string> {
   const { n: concurrency, from } = dispatcherConcurrency(serviceEnv);
   if (ONLY.has('dispatch')) {
     log(`\n== dispatch (local keep-alive receiver; got loop at ${concurrency} in flight, from ${from})`);
+    await settle();
     serviceRss.scenario = 'dispatch';
     dispatch = await benchDispatch({
       serviceBase: service.base,
