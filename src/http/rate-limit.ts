@@ -10,10 +10,10 @@
 // Every key shares one window length, so the Map's insertion order is also
 // the order in which windows end: a window that restarts is re-inserted at
 // the back, and expired entries are swept from the front, touching only what
-// has expired (frontSweep: in batches). When `maxKeys` keys are live at once,
-// the oldest windows are dropped first, an eighth of them at a time (those
-// keys start over: the limiter fails open for them rather than refusing
-// everyone).
+// has expired (frontSweep: in batches). Beyond `maxKeys` live keys the
+// oldest windows are dropped first, an eighth of them at a time (keepWithin;
+// those keys start over: the limiter fails open for them rather than
+// refusing everyone).
 //
 // Per process: several instances each apply the limit on their own.
 //
@@ -21,7 +21,7 @@
 //   const d = limiter.hit(`ip:${ctx.ip}`);
 //   if (!d.allowed) → 429 with `Retry-After: d.retryAfterSeconds`
 
-import { evictionBatch } from '../recent-cache.ts';
+import { keepWithin } from '../recent-cache.ts';
 
 export interface RateLimitOptions {
   /** hits allowed per window (at least 1) */
@@ -62,26 +62,23 @@ const monotonic = () => performance.now();
 export const SWEEP_MS = 1_000;
 
 /**
- * The sweep of a limiter's Map, whose front holds its oldest entries, called
- * before a new key goes in: the expired entries at the front go (at most once
- * per SWEEP_MS), and a Map at `maxKeys` loses an eighth of it, oldest first
- * (evictionBatch), in the same pass. In batches, not one entry per insert: V8
- * keeps a deleted entry as a hole in the Map's table until its next rehash,
- * and every new iterator walks past the holes at the front, so a Map at its
- * cap that forgot one entry per insert cost O(holes) per insert — up to tens
- * of thousands of steps — (docs/profiles/recent-keys-sweep.md: the recent
+ * The expiry sweep of a limiter's Map, whose front holds its oldest entries:
+ * called before a new key goes in, it drops the expired entries at the front,
+ * at most once per SWEEP_MS. The cap is `keepWithin`'s (src/recent-cache.ts),
+ * called after the insert: an eighth of the oldest at once. Both in batches,
+ * never one entry per insert: V8 keeps a deleted entry as a hole in the Map's
+ * table until its next rehash, and every new iterator walks past the holes
+ * at the front, so a Map at its cap that forgot one entry per insert cost
+ * O(holes) per insert (docs/profiles/recent-keys-sweep.md: the recent
  * identities at 100,000 keys took 27 % of the workers' busy time).
  */
-function frontSweep<V>(map: Map<string, V>, maxKeys: number, expired: (v: V, t: number) => boolean): (t: number) => void {
-  const batch = evictionBatch(maxKeys);
+function frontSweep<V>(map: Map<string, V>, expired: (v: V, t: number) => boolean): (t: number) => void {
   let next = -Infinity;
   return (t) => {
-    const full = map.size >= maxKeys;
-    if (!full && t < next) return;
+    if (t < next) return;
     next = t + SWEEP_MS;
-    const room = full ? maxKeys - batch : Infinity;
     for (const [key, v] of map) {
-      if (map.size <= room && !expired(v, t)) break;
+      if (!expired(v, t)) break;
       map.delete(key);
     }
   };
@@ -101,7 +98,7 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
   const { limit, windowMs, maxKeys, now } = settings(opts);
 
   const windows = new Map<string, Window>();
-  const sweep = frontSweep(windows, maxKeys, (w, t) => t - w.start >= windowMs);
+  const sweep = frontSweep(windows, (w, t) => t - w.start >= windowMs);
 
   return {
     hit(key) {
@@ -115,6 +112,7 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
         sweep(t);
         w = { start: t, count: 0 };
         windows.set(key, w);
+        keepWithin(windows, maxKeys);
       }
       if (w.count >= limit) {
         const left = w.start + windowMs - t;
@@ -145,9 +143,9 @@ export function createRateLimiter(opts: RateLimitOptions): RateLimiter {
 // Memory: a key's entry is re-inserted at the back of the Map on every hit it
 // is allowed, so the front holds the least recently charged keys; an entry
 // whose bucket has refilled (tat ≤ now) is the same as no entry and is swept
-// from the front (frontSweep). At `maxKeys` live keys the least recently
-// charged are dropped, an eighth at a time (they start full again: fail open
-// rather than refuse everyone).
+// from the front (frontSweep). Beyond `maxKeys` live keys the least recently
+// charged are dropped, an eighth at a time (keepWithin; they start full
+// again: fail open rather than refuse everyone).
 
 export interface TokenBucketLimiter {
   /** Takes `cost` tokens (default 1, at most the capacity) from `key`'s bucket unless it has too few. */
@@ -161,7 +159,7 @@ export function createTokenBucket(opts: RateLimitOptions): TokenBucketLimiter {
   const { limit, windowMs, maxKeys, now } = settings(opts);
   const interval = windowMs / limit; // ms per token
   const tats = new Map<string, number>();
-  const sweep = frontSweep(tats, maxKeys, (tat, t) => tat <= t);
+  const sweep = frontSweep(tats, (tat, t) => tat <= t);
 
   return {
     allows(key, cost = 1) {
@@ -188,6 +186,7 @@ export function createTokenBucket(opts: RateLimitOptions): TokenBucketLimiter {
       if (held !== undefined) tats.delete(key);
       else sweep(t);
       tats.set(key, next);
+      keepWithin(tats, maxKeys);
       return { allowed: true, remaining: Math.max(0, Math.floor((windowMs - (next - t)) / interval + 1e-9)), retryAfterSeconds: 0 };
     },
     get size() {
@@ -212,7 +211,7 @@ export function createRecentKeys(opts: { ttlMs: number; maxKeys?: number; now?: 
   const maxKeys = opts.maxKeys ?? 100_000;
   const now = opts.now ?? monotonic;
   const until = new Map<string, number>();
-  const sweep = frontSweep(until, maxKeys, (u, t) => u <= t);
+  const sweep = frontSweep(until, (u, t) => u <= t);
   return {
     has(key) {
       const u = until.get(key);
@@ -222,6 +221,7 @@ export function createRecentKeys(opts: { ttlMs: number; maxKeys?: number; now?: 
       const t = now();
       if (!until.delete(key)) sweep(t);
       until.set(key, t + opts.ttlMs);
+      keepWithin(until, maxKeys);
     },
     get size() {
       return until.size;

@@ -76,7 +76,7 @@ describe('rate limiter (src/http/rate-limit.ts)', () => {
     const rl = createRateLimiter({ limit: 5, windowMs: 60_000, maxKeys: 1_000, now: c.now });
     for (let i = 0; i < 20_000; i++) {
       rl.hit(`ip${i}`);
-      // at the cap an eighth of the oldest go at once (src/http/rate-limit.ts frontSweep)
+      // over the cap an eighth of the oldest go at once (keepWithin, src/recent-cache.ts)
       if (i >= 1_000) expect(rl.size).to.be.within(1_000 - 125 + 1, 1_000);
     }
   });
