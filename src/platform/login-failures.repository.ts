@@ -4,6 +4,7 @@
 // address). Kysely only.
 import { sql } from 'kysely';
 import type { Database } from '../db/database.ts';
+import type { Executor } from '../db/tenancy.ts';
 
 export interface Counter {
   key: string;
@@ -18,10 +19,20 @@ export const emailAddressKey = (email: string, address: string) => `email-ip:${e
 /**
  * Counts one attempt against each key (each with its own window length) and
  * returns the new counts. A window starts with the first counted attempt and
- * lasts `windowMs`; an attempt after it starts a new window. Atomic per key,
- * so concurrent attempts are all counted.
+ * lasts `windowMs`; an attempt after it starts a new window. Concurrent
+ * attempts are all counted, and in one transaction: an attempt holds its
+ * first key's row until it has counted the others, so attempts on the same
+ * first key (an email from an address) count every key in the same order.
+ * Counted apart, a burst of guesses could see its third guess counted third
+ * for the email but sixth for the address (five others counted there
+ * meanwhile), and refused by the address's limit of 5 with only two guesses
+ * made (test/platform/rate-limit.test.ts, a parallel burst).
  */
 export async function countAttempt(db: Database, attempts: { key: string; windowMs: number }[]): Promise<Counter[]> {
+  return db.transaction().execute((tx) => countEach(tx, attempts));
+}
+
+async function countEach(db: Executor, attempts: { key: string; windowMs: number }[]): Promise<Counter[]> {
   // One statement per key (two at most) with the time and the window's
   // cut-off as parameters: Citus allows only immutable functions and
   // operators, and no CTE, in ON CONFLICT DO UPDATE SET (login_failures is a
