@@ -154,6 +154,8 @@ export class FairShare {
       if (org.held > 0 || more) {
         wanting.push({ id: org.id, want: Math.min(this.opts.perOrganisation, more ? Infinity : org.held) });
       } else if (now - org.usedAt > IDLE_MS || this.orgs.size > MAX_REMEMBERED) {
+        // it holds nothing, so neither do its lanes: they go with it
+        for (const lane of org.lanes) this.lanes.delete(lane.integrationId);
         this.orgs.delete(org.id);
       }
     }
@@ -209,17 +211,23 @@ export class FairShare {
     org.more = got >= asked;
   }
 
-  /** Rooms of the organisation's integrations that differ from perIntegration (for the claim). */
+  /**
+   * Rooms of the organisation's integrations that differ from perIntegration
+   * (for the claim). Walks the organisation's own lanes only (a round claims
+   * for many organisations), forgetting those idle for IDLE_MS; an idle
+   * organisation's lanes go with it in refresh().
+   */
   integrationRooms(orgId: OrgId): { id: number; room: number }[] {
     const rooms: { id: number; room: number }[] = [];
+    const org = this.orgs.get(orgId);
+    if (!org) return rooms;
     const now = Date.now();
-    for (const lane of this.lanes.values()) {
+    for (const lane of org.lanes) {
       if (lane.held === 0 && !lane.more && now - lane.usedAt > IDLE_MS) {
         this.lanes.delete(lane.integrationId);
-        this.orgs.get(lane.orgId)?.lanes.delete(lane);
+        org.lanes.delete(lane);
         continue;
       }
-      if (lane.orgId !== orgId) continue;
       const room = lane.full ? 0 : Math.max(0, this.capacity(lane) - lane.held);
       if (room !== this.opts.perIntegration) rooms.push({ id: lane.integrationId, room });
     }

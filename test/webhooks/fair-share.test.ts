@@ -170,4 +170,47 @@ describe('fair shares (pure rules)', () => {
     for (let i = 0; i < 8; i++) lane.ewmaMs = 10_000;
     expect(share.capacity(lane)).to.equal(1);
   });
+
+  it('forgets an idle organisation with its lanes, and a lane idle for ten minutes when its organisation is next claimed', () => {
+    const share = new FairShare(OPTS);
+    // integration 11 of organisation 1 was slow (2 requests in flight); 12 holds a delivery
+    const slow = share.add(row(1, 11), Date.now() + 60_000, false);
+    share.next(slow.lane);
+    share.finished(slow, 8000);
+    share.add(row(1, 12), Date.now() + 60_000, false);
+    // organisation 2: one slow integration, then nothing held
+    const other = share.add(row(2, 21), Date.now() + 60_000, false);
+    share.next(other.lane);
+    share.finished(other, 8000);
+    expect(share.integrationRooms(testOrgId(1)), 'its own lanes only').to.deep.equal([
+      { id: 11, room: 2 },
+      { id: 12, room: 7 },
+    ]);
+    expect(share.integrationRooms(testOrgId(2))).to.deep.equal([{ id: 21, room: 2 }]);
+
+    // ten minutes on, organisation 2 holds nothing and wants nothing: it goes, and its lane with it
+    atLeast(11 * 60_000, () => share.refresh());
+    expect(share.integrationRooms(testOrgId(2)), 'organisation 2 forgotten').to.deep.equal([]);
+    // a new delivery of 21 starts a new lane (8 in flight, 1 held → room 7), not the slow one (2, 1 held → 1)
+    share.add(row(2, 21), Date.now() + 60_000, false);
+    expect(share.integrationRooms(testOrgId(2))).to.deep.equal([{ id: 21, room: 7 }]);
+    // organisation 1 holds a delivery (12): it stays, and its claim forgets its idle lane 11
+    atLeast(11 * 60_000, () => expect(share.integrationRooms(testOrgId(1))).to.deep.equal([{ id: 12, room: 7 }]));
+    share.add(row(1, 11), Date.now() + 60_000, false);
+    expect(share.integrationRooms(testOrgId(1))).to.deep.equal([
+      { id: 12, room: 7 },
+      { id: 11, room: 7 },
+    ]);
+  });
 });
+
+/** Runs `fn` with Date.now() at least `ms` ahead of the real clock (the rules read no other clock). */
+function atLeast(ms: number, fn: () => void): void {
+  const real = Date.now;
+  Date.now = () => real() + ms;
+  try {
+    fn();
+  } finally {
+    Date.now = real;
+  }
+}
