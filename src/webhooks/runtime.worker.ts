@@ -2,10 +2,12 @@
 // connection (which keeps every process's integration and organisation
 // caches fresh, and its memory of fresh visitors true), the
 // backlog counter (WEBHOOK_MAX_BACKLOG, backlog.worker.ts) and, when asked, the
-// dispatcher. Used by `trackway serve` and `trackway dispatch`.
+// dispatcher with the keeper of its table's statistics (delivery-statistics.worker.ts).
+// Used by `trackway serve` and `trackway dispatch`.
 import type { DbHandle } from '../db/database.ts';
 import type { Deps } from '../deps.ts';
 import { type BacklogMonitor, type BacklogOptions, startBacklogMonitor } from './backlog.worker.ts';
+import { type DeliveryStatistics, startDeliveryStatistics } from './delivery-statistics.worker.ts';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.worker.ts';
 import { INTEGRATIONS_CHANNEL, type Notifications, ORGANISATIONS_CHANNEL, startNotifications, VISITORS_CHANNEL } from '../db/notifications.ts';
 import { parseOrgId } from '../db/tenancy.ts';
@@ -16,6 +18,8 @@ const idleBacklogMonitor: BacklogMonitor = { check: () => Promise.resolve({ limi
 export interface WebhookRuntime {
   notifications: Notifications;
   dispatcher: Dispatcher | undefined;
+  /** with a dispatcher: keeps the deliveries' statistics from falling far behind */
+  statistics: DeliveryStatistics | undefined;
   backlog: BacklogMonitor;
   /** stops the dispatcher gracefully, then the LISTEN connection */
   stop(): Promise<void>;
@@ -61,15 +65,18 @@ export async function startWebhookRuntime(
   }
   const dispatcher = opts.dispatcher ? new Dispatcher(deps, notifications, opts.dispatcherOptions) : undefined;
   dispatcher?.start();
+  const statistics = opts.dispatcher ? startDeliveryStatistics(deps) : undefined;
   const backlog = opts.backlog === false ? idleBacklogMonitor : startBacklogMonitor(deps, opts.backlogOptions);
   let stopping: Promise<void> | undefined;
   return {
     notifications,
     dispatcher,
+    statistics,
     backlog,
     stop() {
       stopping ??= (async () => {
         backlog.stop();
+        statistics?.stop();
         await dispatcher?.stop();
         await notifications.close();
       })();
