@@ -64,6 +64,15 @@ export function createDb(connectionString: string, opts: DbOptions = {}): DbHand
  */
 export const ALL_ORGANISATIONS = '/*all-orgs*/ ';
 
+/**
+ * Marks a statement sent only where the tenant tables are not distributed
+ * (plain PostgreSQL), beside a Citus counterpart that names its organisations
+ * (e.g. the visitors read-back, src/identity/identity.repository.ts). The hot-path
+ * check accepts it without an organisation filter on plain PostgreSQL and
+ * fails if it is sent on a Citus cluster. Put it first, after PREPARE.
+ */
+export const PLAIN_POSTGRES = '/*plain-pg*/ ';
+
 /** Marks a hot statement of fixed text: it is prepared once per connection (see preparedStatements). */
 export const PREPARE = '/*prepare*/ ';
 

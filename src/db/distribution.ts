@@ -6,6 +6,7 @@
 // nowhere, so a new table has to choose.
 import { sql } from 'kysely';
 import type { Database } from './database.ts';
+import type { Executor } from './tenancy.ts';
 
 /** Tenant tables and their distribution column, in the order they are distributed (organisations first). */
 export const TENANT_TABLES: readonly { table: string; column: string }[] = [
@@ -51,6 +52,16 @@ export class CitusAbsent extends Error {
 export async function hasCitus(db: Database): Promise<boolean> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'`.execute(db);
   return rows[0]!.n > 0;
+}
+
+/** Whether `table` is a distributed (or reference) table of a Citus cluster here; false on plain PostgreSQL. */
+export async function isDistributed(db: Executor, table: string): Promise<boolean> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'`.execute(db);
+  if (rows[0]!.n === 0) return false;
+  const { rows: found } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM pg_dist_partition WHERE logicalrelid = to_regclass(${table})
+  `.execute(db);
+  return found[0]!.n > 0;
 }
 
 /**

@@ -1,8 +1,9 @@
 // Visitors, persons (stitched visitors), contacts and the product URL
 // catalogue. Every statement is scoped by org_id first.
 import { type RawBuilder, sql } from 'kysely';
-import { PREPARE } from '../db/database.ts';
+import { PLAIN_POSTGRES, PREPARE } from '../db/database.ts';
 import type { RecentView } from '../db/schema.ts';
+import { isDistributed } from '../db/distribution.ts';
 import { type Executor, orgScoped, type OrgId } from '../db/tenancy.ts';
 import { isoTimestamp } from '../db/timestamps.ts';
 import { lockCorexIds, visitorKey } from './visitor-locks.repository.ts';
@@ -64,11 +65,46 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
   // the visitors left as they were: locked above, read now (unchanged, so old_corex_id = corex_id)
   const seen = new Set(out.map((r) => visitorKey(r.org_id, r.core_id)));
   const rest = rows.filter((r) => !seen.has(visitorKey(r.orgId, r.coreId)));
-  // Index conditions on both primary key columns, the batch's organisations and core ids as two arrays
-  // (under Citus the read goes to their shards only). A join with the keys as a jsonb record set made a
-  // generic plan that hashed every visitor of the organisation whenever the average organisation looked
-  // cheaper to scan than the keys to probe, with exact statistics too (docs/profiles/visitors-read-back.md).
-  // Across organisations the arrays may pair an organisation with another's core id: such rows are dropped here.
+  return [...out, ...(await readBack(tx, rest))];
+}
+
+/** Whether visitors is distributed here (Citus): read once per process, as the service never changes database. */
+let visitorsDistributed: Promise<boolean> | undefined;
+
+/**
+ * The visitors an upsert left unchanged, read back by key (their row locks
+ * are the upsert's, so person_id is current). The read must be a primary key
+ * lookup per visitor whatever PostgreSQL believes of the organisation's size:
+ * a join with the keys as a jsonb record set made a generic plan that hashed
+ * every visitor of the organisation (docs/profiles/visitors-read-back.md), and
+ * `org_id = ANY($orgs) AND core_id = ANY($cores)` made a custom plan on
+ * statistics taken before a new organisation grew walk all its visitors,
+ * estimated at one row, through an index that begins with org_id: 5–8 ms for
+ * two keys in the bench's mixed load (docs/profiles/mixed-new-organisation-plans.md).
+ *
+ * On plain PostgreSQL each (organisation, core id) pair is looked up by a
+ * LATERAL subquery whose only conditions are both key columns from the pair:
+ * a unique key lookup is one row in every plan, generic or custom, and no
+ * condition on the organisation alone exists for a plan to scan it by. Under
+ * Citus the read must name its organisations to reach their shards only, so
+ * there it keeps `org_id = ANY AND core_id = ANY` (and drops rows pairing one
+ * organisation with another's core id); the shard's plan is its worker's.
+ */
+async function readBack(tx: Executor, rest: VisitorTouch[]): Promise<TouchedVisitor[]> {
+  visitorsDistributed ??= isDistributed(tx, 'visitors').catch((err: unknown) => {
+    visitorsDistributed = undefined; // asked again by the next batch
+    throw err;
+  });
+  if (!(await visitorsDistributed)) {
+    const { rows } = await sql<TouchedVisitor>`${sql.raw(PREPARE + PLAIN_POSTGRES)}
+      SELECT v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, false AS inserted
+      FROM unnest(${rest.map((r) => r.orgId)}::bigint[], ${rest.map((r) => r.coreId)}::text[]) AS k(org_id, core_id)
+      CROSS JOIN LATERAL (
+        SELECT v.org_id, v.core_id, v.person_id, v.corex_id FROM visitors v WHERE v.org_id = k.org_id AND v.core_id = k.core_id
+      ) v
+    `.execute(tx);
+    return rows;
+  }
   const orgIds = [...new Set(rest.map((r) => r.orgId))];
   const coreIds = [...new Set(rest.map((r) => r.coreId))];
   const { rows: read } = await sql<TouchedVisitor>`${sql.raw(PREPARE)}
@@ -76,10 +112,9 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
     FROM visitors v
     WHERE v.org_id = ANY(${orgIds}::bigint[]) AND v.core_id = ANY(${coreIds}::text[])
   `.execute(tx);
-  if (orgIds.length === 1) return [...out, ...read];
+  if (orgIds.length === 1) return read;
   const wanted = new Set(rest.map((r) => visitorKey(r.orgId, r.coreId)));
-  const kept = read.filter((r) => wanted.has(visitorKey(r.org_id, r.core_id)));
-  return [...out, ...kept];
+  return read.filter((r) => wanted.has(visitorKey(r.org_id, r.core_id)));
 }
 
 /** Persons (other than `person`) that have a visitor with this corex_id. */

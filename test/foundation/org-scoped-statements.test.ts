@@ -7,11 +7,14 @@
 // and each one that touches a tenant table must name its organisation
 // (`org_id`, or `id` for organisations) — under Citus such a statement goes to
 // one shard. A statement that spans organisations on purpose carries
-// ALL_ORGANISATIONS (src/db/database.ts) and is listed here by what it is.
+// ALL_ORGANISATIONS (src/db/database.ts) and is listed here by what it is. A
+// statement marked PLAIN_POSTGRES is sent only on plain PostgreSQL, beside a
+// Citus counterpart that names its organisations: accepted here without one,
+// and a failure if a Citus cluster ever receives it.
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { ALL_ORGANISATIONS } from '../../src/db/database.ts';
+import { ALL_ORGANISATIONS, PLAIN_POSTGRES } from '../../src/db/database.ts';
 import { TENANT_TABLES } from '../../src/db/distribution.ts';
 import { addSuppression } from '../../src/privacy/suppression.repository.ts';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
@@ -292,9 +295,17 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
     for (const t of mustTouch) {
       expect([...touched], `no statement touched ${t}: the test drove nothing`).to.include(t);
     }
+    if (citus) {
+      expect(
+        statements.filter((s) => s.includes(PLAIN_POSTGRES)).map((s) => s.replace(/\s+/g, ' ').slice(0, 300)),
+        'plain PostgreSQL statements sent to a Citus cluster',
+      ).to.deep.equal([]);
+    }
+    // on plain PostgreSQL a PLAIN_POSTGRES statement has a Citus counterpart that names its organisations
+    const spans = (s: string) => s.includes(ALL_ORGANISATIONS) || s.includes(PLAIN_POSTGRES);
     const unscoped = statements.filter((s) => {
       const tables = tenantTablesOf(s);
-      return tables.length > 0 && !s.includes(ALL_ORGANISATIONS) && !namesOrganisation(s, tables);
+      return tables.length > 0 && !spans(s) && !namesOrganisation(s, tables);
     });
     expect(unscoped.map((s) => s.replace(/\s+/g, ' ').slice(0, 300))).to.deep.equal([]);
     const tenant = statements.filter((s) => tenantTablesOf(s).length > 0);
@@ -304,7 +315,7 @@ describe('hot-path statements are scoped by organisation (no Citus needed)', fun
       'locking reads over more than one organisation',
     ).to.deep.equal([]);
     expect(
-      tenant.filter((s) => !s.includes(ALL_ORGANISATIONS)).flatMap(subqueriesWithoutOrganisation),
+      tenant.filter((s) => !spans(s)).flatMap(subqueriesWithoutOrganisation),
       'subqueries over a tenant table that take their organisation only from the outer row',
     ).to.deep.equal([]);
     const computedOnShards = tenant.filter((s) => nonImmutableInWrite(s) !== null);

@@ -94,13 +94,18 @@ const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { 
  * worker's buffers, explained on the worker in a transaction rolled back
  * after. Index names come back without their shard's suffix.
  */
-export async function explainGeneric(pool: pg.Pool, statement: SentStatement): Promise<PlanNode> {
+export async function explainGeneric(
+  pool: pg.Pool,
+  statement: SentStatement,
+  /** force_custom_plan: the plan made for these values from the statistics as they are */
+  mode: 'force_generic_plan' | 'force_custom_plan' = 'force_generic_plan',
+): Promise<PlanNode> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     try {
       const citus = onCitusCluster();
-      if (!citus) await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      if (!citus) await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
       await client.query(`PREPARE plan_check AS ${statement.text}`);
       // EXECUTE takes no bind parameters: each value in pg's text form, as an untyped literal the statement types
       const literal = (v: unknown): string => {
@@ -114,7 +119,8 @@ export async function explainGeneric(pool: pg.Pool, statement: SentStatement): P
       return rows[0]!['QUERY PLAN'][0].Plan;
     } finally {
       await client.query('ROLLBACK');
-      await client.query('DEALLOCATE ALL');
+      // only its own: pg's client keeps the pool connection's other prepared statements by name
+      await client.query('DEALLOCATE plan_check').catch(() => {});
     }
   } finally {
     client.release();
