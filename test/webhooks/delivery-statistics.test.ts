@@ -34,9 +34,7 @@ describe('webhooks: the deliveries’ statistics kept from falling far behind th
     let client: pg.Client;
     const org = testOrgId(1);
 
-    before(async function () {
-      // on Citus the coordinator's deliveries is an empty shell: its shards are analyzed by their own servers
-      if (onCitusCluster()) this.skip();
+    before(async () => {
       database = await freshDatabase();
       client = new pg.Client({ connectionString: database.url });
       await client.connect();
@@ -55,7 +53,26 @@ describe('webhooks: the deliveries’ statistics kept from falling far behind th
       return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
     }
 
-    it('analyzes a table grown past its statistics, and a cached plan then finds its rows by key again', async () => {
+    /** On Citus the coordinator's deliveries is an empty shell, whose shards their own servers analyze: nothing moves, nothing is due. */
+    async function coordinatorLeftAlone(): Promise<void> {
+      const db = database.handle.db;
+      const keeper = startDeliveryStatistics({ db, log: createLogger('silent') }, { checkMs: 3_600_000 });
+      try {
+        await sql`
+          INSERT INTO deliveries (org_id, integration_id, kind, body, status, webhook_id, delivered_at)
+          SELECT ${org}::bigint, 1, 'event', '{}', 'delivered', 'msg_' || g, now()
+          FROM generate_series(1, ${MIN_CHANGED * 2}::int) g`.execute(db);
+        // the statistics collector reports within about a second what moves (the test below waits for it)
+        await new Promise((r) => setTimeout(r, 3_000));
+        expect((await deliveriesMoved(db))?.changed ?? 0, 'the shell moved').to.equal(0);
+        expect(await keeper.check()).to.equal(false);
+      } finally {
+        keeper.stop();
+      }
+    }
+
+    it('analyzes a table grown past its statistics, and a cached plan then finds its rows by key again (on Citus: leaves the coordinator alone)', async () => {
+      if (onCitusCluster()) return coordinatorLeftAlone();
       const db = database.handle.db;
       const keeper = startDeliveryStatistics({ db, log: createLogger('silent') }, { checkMs: 3_600_000 });
       try {
