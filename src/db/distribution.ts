@@ -49,15 +49,14 @@ export class CitusAbsent extends Error {
 }
 
 /** Whether this database has the citus extension. */
-export async function hasCitus(db: Database): Promise<boolean> {
+export async function hasCitus(db: Executor): Promise<boolean> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'`.execute(db);
   return rows[0]!.n > 0;
 }
 
 /** Whether `table` is a distributed (or reference) table of a Citus cluster here; false on plain PostgreSQL. */
 export async function isDistributed(db: Executor, table: string): Promise<boolean> {
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'`.execute(db);
-  if (rows[0]!.n === 0) return false;
+  if (!(await hasCitus(db))) return false;
   const { rows: found } = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM pg_dist_partition WHERE logicalrelid = to_regclass(${table})
   `.execute(db);
