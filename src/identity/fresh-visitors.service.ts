@@ -95,11 +95,31 @@ export class FreshVisitors {
     );
   }
 
-  /** The touches a batch sends: all but those left out (unchanged), a visitor with a mark (`marked`: a view or cart of the batch) always sent. */
-  toSend(touches: VisitorTouch[], marked: readonly { orgId: OrgId; coreId: string }[]): VisitorTouch[] {
-    if (this.entries.size === 0) return touches;
-    const keep = new Set(marked.map((m) => key(m.orgId, m.coreId)));
-    return touches.filter((t) => keep.has(key(t.orgId, t.coreId)) || !this.unchanged(t));
+  /**
+   * What a batch sends: the touches (`send`: all but those left out,
+   * unchanged) and the visitors with a mark (`marked`: a view or cart of the
+   * batch) among those left out (`held`). Their person is needed under their
+   * row lock: the statement reads it with a share lock (a key probe per
+   * visitor, plain PostgreSQL only: src/identity/profile-upsert.repository.ts)
+   * instead of sending them to the upsert, which would rewrite each with its
+   * own values to return it. With `sendMarked` (Citus, where a locking read
+   * must name one organisation) a marked visitor is always sent, and `held`
+   * is empty.
+   */
+  toSend(
+    touches: VisitorTouch[],
+    marked: readonly { orgId: OrgId; coreId: string }[],
+    sendMarked: boolean,
+  ): { send: VisitorTouch[]; held: VisitorTouch[] } {
+    if (this.entries.size === 0) return { send: touches, held: [] };
+    const withMark = new Set(marked.map((m) => key(m.orgId, m.coreId)));
+    const send: VisitorTouch[] = [];
+    const held: VisitorTouch[] = [];
+    for (const t of touches) {
+      if (!this.unchanged(t)) send.push(t);
+      else if (withMark.has(key(t.orgId, t.coreId))) (sendMarked ? send : held).push(t);
+    }
+    return { send, held };
   }
 
   /**

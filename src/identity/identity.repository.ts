@@ -72,6 +72,20 @@ export async function upsertVisitors(tx: Executor, rows: VisitorTouch[], alongsi
 let visitorsDistributed: Promise<boolean> | undefined;
 
 /**
+ * Whether visitors is distributed (Citus), asked once per process: the reads
+ * of visitors by key have a plain PostgreSQL form (PLAIN_POSTGRES) and one
+ * that names its organisations (readBack below; the plain batch's held
+ * visitors, src/identity/profile-upsert.repository.ts).
+ */
+export function visitorsAreDistributed(db: Executor): Promise<boolean> {
+  visitorsDistributed ??= isDistributed(db, 'visitors').catch((err: unknown) => {
+    visitorsDistributed = undefined; // asked again by the next batch
+    throw err;
+  });
+  return visitorsDistributed;
+}
+
+/**
  * The visitors an upsert left unchanged, read back by key (their row locks
  * are the upsert's, so person_id is current). The read must be a primary key
  * lookup per visitor whatever PostgreSQL believes of the organisation's size:
@@ -91,11 +105,7 @@ let visitorsDistributed: Promise<boolean> | undefined;
  * organisation with another's core id); the shard's plan is its worker's.
  */
 async function readBack(tx: Executor, rest: VisitorTouch[]): Promise<TouchedVisitor[]> {
-  visitorsDistributed ??= isDistributed(tx, 'visitors').catch((err: unknown) => {
-    visitorsDistributed = undefined; // asked again by the next batch
-    throw err;
-  });
-  if (!(await visitorsDistributed)) {
+  if (!(await visitorsAreDistributed(tx))) {
     const { rows } = await sql<TouchedVisitor>`${sql.raw(PREPARE + PLAIN_POSTGRES)}
       SELECT v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, false AS inserted
       FROM unnest(${rest.map((r) => r.orgId)}::bigint[], ${rest.map((r) => r.coreId)}::text[]) AS k(org_id, core_id)

@@ -14,8 +14,19 @@
 // visitors it would leave unwritten (visitorsUpsert's `hold`: rewritten
 // with their own values, a HOT update), so it returns every visitor of the
 // batch, each with its person_id as of its latest version, under the lock
-// ON CONFLICT took. The plain batch sends every marked visitor to the upsert
-// (FreshVisitors.toSend), so every mark finds its person in `touched`.
+// ON CONFLICT took. That rewrite is a lock record and a HOT update of each
+// marked visitor (docs/profiles/updatecart-returning-plans.md), so on plain
+// PostgreSQL a marked visitor the process knows to be fresh and unchanged
+// (FreshVisitors.toSend) is not sent to the upsert: the statement reads its
+// person with a share lock instead (`held`: FOR SHARE, a key probe per
+// visitor), which waits for a merge that holds the row and then returns its
+// latest version, as the upsert's lock would. Such a visitor was written by
+// this process, so it exists in the statement's snapshot (unless an erasure
+// deleted it since: then its mark finds no person and is dropped with it,
+// its events stored as the fresh visitors' comment says). Under Citus a
+// locking read must name one organisation, and a batch may span several:
+// there every marked visitor is sent. Either way every mark finds its person
+// in `touched` or `held`.
 //
 // The persons upsert takes upsertProfiles' conflict rule
 // (PROFILE_ONTO_PERSON) and the products upsert is rememberProductUrls'
@@ -24,20 +35,39 @@
 // at most 3; the last cart) done here, by `seq`, the events' order in the
 // batch (test/tracking/plain-batch.test.ts holds the two paths equal).
 import { sql } from 'kysely';
+import type { Executor } from '../db/tenancy.ts';
 import { isoTimestampOrNull } from '../db/timestamps.ts';
-import { PROFILE_ONTO_PERSON, type ProductSighting, productsUpsert } from './identity.repository.ts';
+import { PROFILE_ONTO_PERSON, type ProductSighting, productsUpsert, visitorsAreDistributed } from './identity.repository.ts';
 import type { ProfileMark } from './recorded.rules.ts';
+import type { VisitorTouch } from './visitors-upsert.repository.ts';
+
+/** Whether a batch may read its fresh marked visitors' persons with a share lock (`held`): on plain PostgreSQL only (above). */
+export async function holdsByRead(db: Executor): Promise<boolean> {
+  return !(await visitorsAreDistributed(db));
+}
 
 /**
  * The CTEs (each `name AS (…)`, comma-separated, no leading or trailing
  * comma) that write a batch's marks and products. With marks, the statement
- * must name its visitors upsert `touched`, made with `hold` and every marked
- * visitor among its rows, and end it with
- * `RETURNING v.org_id, v.core_id, v.person_id`. Null when there is nothing
- * to write.
+ * must name its visitors upsert `touched`, made with `hold` when a marked
+ * visitor is among its rows, and end it with
+ * `RETURNING v.org_id, v.core_id, v.person_id`; every marked visitor is
+ * either among its rows or in `held` (read here with a share lock: only
+ * where holdsByRead says so, and the statement then starts with
+ * PLAIN_POSTGRES). Null when there is nothing to write.
  */
-export function profileWrites(marks: readonly ProfileMark[], products: readonly ProductSighting[]) {
+export function profileWrites(marks: readonly ProfileMark[], products: readonly ProductSighting[], held: readonly VisitorTouch[] = []) {
   const parts = [];
+  if (held.length > 0) {
+    // a key probe per visitor (as identity.repository.ts readBack): no plan can make it a scan of the organisation
+    parts.push(sql`held AS (
+      SELECT v.org_id, v.core_id, v.person_id
+      FROM unnest(${held.map((h) => h.orgId)}::bigint[], ${held.map((h) => h.coreId)}::text[]) AS k(org_id, core_id)
+      CROSS JOIN LATERAL (
+        SELECT v.org_id, v.core_id, v.person_id FROM visitors v WHERE v.org_id = k.org_id AND v.core_id = k.core_id FOR SHARE
+      ) v
+    )`);
+  }
   if (marks.length > 0) {
     const data = JSON.stringify(
       marks.map((m) => ({
@@ -55,7 +85,8 @@ export function profileWrites(marks: readonly ProfileMark[], products: readonly 
       SELECT p.org_id, p.person_id, m.seq, m.url, m.view_at, m.product_id, m.cart_url, m.cart_at
       FROM jsonb_to_recordset(${data}::jsonb) AS m(
         org_id bigint, core_id text, seq int, url text, view_at text, product_id bigint, cart_url text, cart_at timestamptz)
-      JOIN touched p ON p.org_id = m.org_id AND p.core_id = m.core_id
+      JOIN ${held.length > 0 ? sql`(SELECT org_id, core_id, person_id FROM touched UNION ALL SELECT org_id, core_id, person_id FROM held)` : sql`touched`} p
+        ON p.org_id = m.org_id AND p.core_id = m.core_id
     ),
     views AS (
       SELECT org_id, person_id, jsonb_agg(jsonb_build_object('url', url, 'at', view_at) ORDER BY seq DESC) AS last_view

@@ -6,46 +6,53 @@
 // identity's profile writes travel as CTEs of the same statement
 // (profileWrites, src/identity/profile-upsert.repository.ts), fed with the
 // persons the visitors upsert returns (it holds the visitors it would leave
-// unwritten, to return them too: visitorsUpsert's `hold`). It answers with
+// unwritten, to return them too: visitorsUpsert's `hold`) and, on plain
+// PostgreSQL, those of the marked visitors the process knows fresh, read
+// with a share lock instead of sent (`held`). It answers with
 // the visitors the upsert returned (src/identity/fresh-visitors.service.ts
 // remembers them; a held one comes with its older last_seen). A
 // measured hot path: the text stays as it is (prepared once per connection;
 // one text per shape).
 import { sql } from 'kysely';
-import { type Database, PREPARE } from '../db/database.ts';
+import { type Database, PLAIN_POSTGRES, PREPARE } from '../db/database.ts';
 import { profileWrites } from '../identity/profile-upsert.repository.ts';
 import type { Recording } from '../identity/recorded.rules.ts';
 import { visitorsUpsert, type VisitorTouch } from '../identity/visitors-upsert.repository.ts';
 import { eventsInsert, type NewEvent } from './events.repository.ts';
 import type { OrgId } from '../db/tenancy.ts';
 
-/** A visitor row the statement's upsert returned: inserted or rewritten, or (with marks) held. */
+/** A visitor row the statement's upsert returned: inserted or rewritten, or (with a marked visitor sent) held. */
 export interface WrittenVisitor {
   org_id: OrgId;
   core_id: string;
-  /** with marks only: its last_seen as stored (older than the touch's: held, not written) */
+  /** with a marked visitor sent only: its last_seen as stored (older than the touch's: held, not written) */
   last_seen?: Date;
 }
 
 /**
  * Touches the visitors, inserts the events and writes what they record, in
  * one statement; returns the visitors its upsert inserted or rewrote (the
- * others it left as they were) or, when the events record a view or a cart,
- * every visitor with its last_seen as stored.
+ * others it left as they were) or, when a marked visitor (a view or a cart)
+ * is among its touches, every visitor it touched with its last_seen as
+ * stored. `held`: marked visitors left out of the upsert, whose persons the
+ * statement reads under a share lock (plain PostgreSQL only:
+ * profile-upsert.repository.ts).
  */
 export async function insertPlainBatch(
   db: Database,
   touches: VisitorTouch[],
   events: readonly NewEvent[],
   recording: Recording = { marks: [], products: [] },
+  held: readonly VisitorTouch[] = [],
 ): Promise<WrittenVisitor[]> {
-  const marked = recording.marks.length > 0;
-  const profile = profileWrites(recording.marks, recording.products);
-  const { rows } = await sql<WrittenVisitor>`${sql.raw(PREPARE)}
-    WITH touched AS (${visitorsUpsert(touches, marked ? 'hold' : 'skip')}
-    RETURNING v.org_id, v.core_id, v.person_id${sql.raw(marked ? ', v.last_seen' : '')}),
+  const sent = new Set(touches.map((t) => `${t.orgId}\u0000${t.coreId}`));
+  const hold = recording.marks.some((m) => sent.has(`${m.orgId}\u0000${m.coreId}`));
+  const profile = profileWrites(recording.marks, recording.products, held);
+  const { rows } = await sql<WrittenVisitor>`${sql.raw(held.length > 0 ? PREPARE + PLAIN_POSTGRES : PREPARE)}
+    WITH touched AS (${visitorsUpsert(touches, hold ? 'hold' : 'skip')}
+    RETURNING v.org_id, v.core_id, v.person_id${sql.raw(hold ? ', v.last_seen' : '')}),
     stored AS (${eventsInsert(events)})${profile ? sql`,\n    ${profile}` : sql``}
-    SELECT org_id, core_id${sql.raw(marked ? ', last_seen' : '')} FROM touched
+    SELECT org_id, core_id${sql.raw(hold ? ', last_seen' : '')} FROM touched
   `.execute(db);
   return rows;
 }

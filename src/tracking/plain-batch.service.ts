@@ -17,7 +17,9 @@
 // changed or last_seen is stale; a fresh, unchanged one is left as it is,
 // unless the batch records a view or a cart for it: then its person is
 // needed under its row lock, and the statement rewrites it unchanged to
-// have it returned (src/identity/profile-upsert.repository.ts says why). An earlier form first probed the stored
+// have it returned or, for one this process knows fresh on plain
+// PostgreSQL, reads it with a share lock (src/identity/profile-upsert.repository.ts
+// says why). An earlier form first probed the stored
 // visitors (a lateral index lookup) to leave fresh ones out of the upsert, and
 // so unlocked: its plan depended on the planner's view of the visitors table,
 // and while the table grew the probe became a sequential scan per row (the
@@ -28,6 +30,7 @@
 // unwritten against what it wrote is left out of the statement.
 import type { Database } from '../db/database.ts';
 import type { FreshVisitors } from '../identity/fresh-visitors.service.ts';
+import { holdsByRead } from '../identity/profile-upsert.repository.ts';
 import { profileMarks } from '../identity/recorded.rules.ts';
 import { visitorTouches } from '../identity/stitching.service.ts';
 import type { EventItem, IngestItem } from './ingest.types.ts';
@@ -47,15 +50,18 @@ export function isPlainBatch(items: readonly IngestItem[], exportsEvents: (orgId
 /**
  * Writes a plain batch: its visitors, its events and what identity records
  * of them, in one statement. With `fresh` (the process's FreshVisitors), a
- * visitor the upsert would leave unwritten is left out of it, unless the
- * batch records a view or a cart for it (its person is needed under its row
- * lock, above).
+ * visitor the upsert would leave unwritten is left out of it; when the batch
+ * records a view or a cart for it, its person is needed under its row lock
+ * (above): read with a share lock on plain PostgreSQL, sent to the upsert
+ * under Citus.
  */
 export async function storePlainBatch(db: Database, items: readonly EventItem[], fresh?: FreshVisitors): Promise<void> {
   if (items.length === 0) return;
   const recording = profileMarks(items);
   const all = visitorTouches(items);
-  const touches = fresh ? fresh.toSend(all, recording.marks) : all;
-  const written = await insertPlainBatch(db, touches, items, recording);
-  fresh?.wrote(touches, written);
+  const { send, held } = fresh
+    ? fresh.toSend(all, recording.marks, recording.marks.length === 0 || !(await holdsByRead(db)))
+    : { send: all, held: [] };
+  const written = await insertPlainBatch(db, send, items, recording, held);
+  fresh?.wrote(send, written);
 }

@@ -2,7 +2,8 @@
 // the plain batch leaves out a touch its upsert would leave unwritten, and
 // only such a touch. Each claim is checked on the stored row: a visitor left
 // out of the statement is not even locked (its xmax stays 0), one that
-// changed, went stale or carries a mark is written as before, and one that
+// changed or went stale is written as before, one that carries a mark is
+// locked (on plain PostgreSQL by a share lock, not rewritten), and one that
 // was erased is made again by its next event (in this process at once, in
 // another once the notification arrives).
 import { expect } from 'chai';
@@ -16,6 +17,7 @@ import { storePlainBatch } from '../../src/tracking/plain-batch.service.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { type OrgId, testOrgId } from '../support/org-id.ts';
+import { onCitusCluster } from '../support/citus.ts';
 import { until } from '../support/wait.ts';
 import { newVisitor, privacyApi, tracker } from '../privacy/helpers.ts';
 import { pageView } from '../support/ingest.ts';
@@ -136,17 +138,23 @@ describe('identity: the visitors a process wrote lately', () => {
       expect(await eventCount(core)).to.equal(4);
     });
 
-    it('sends a visitor whose row went stale, and one whose event records a mark', async () => {
+    it('sends a visitor whose row went stale; one whose event records a mark is locked (a share lock on plain PostgreSQL, the upsert under Citus)', async () => {
       const fresh = new FreshVisitors();
       const [stale, marked] = [unique('c'), unique('c')];
       const long = new Date(Date.now() - (VISITOR_TOUCH_SECONDS + 10) * 1000);
       await storePlainBatch(srv.deps.db, [event(org, stale, { receivedAt: long }), event(org, marked)], fresh);
       await storePlainBatch(srv.deps.db, [event(org, stale)], fresh);
       expect((await row(stale))!.last_seen.getTime(), 'last_seen moved').to.be.greaterThan(long.getTime() + 5_000);
-      // a cart needs the person under the visitor's row lock: the visitor goes into the upsert whatever the memory says
+      // a cart needs the person under the visitor's row lock, whatever the memory says
+      const version = async () =>
+        (await sql<{ xmin: string }>`SELECT xmin::text AS xmin FROM visitors WHERE org_id = ${org} AND core_id = ${marked}`.execute(srv.deps.db))
+          .rows[0]!.xmin;
+      const written = await version();
       const cart = { product_id: 42, cart_url: 'https://shop.example/cart' };
       await storePlainBatch(srv.deps.db, [event(org, marked, { name: 'updatecart', body: cart })], fresh);
-      expect((await row(marked))!.xmax, 'locked by the upsert').to.not.equal('0');
+      expect((await row(marked))!.xmax, 'locked').to.not.equal('0');
+      if (onCitusCluster()) expect(await version(), 'sent to the upsert, which holds it: a new row version').to.not.equal(written);
+      else expect(await version(), 'read with a share lock: no new row version').to.equal(written);
       const profile = await sql<{ last_cart_product_id: string | null }>`
         SELECT p.last_cart_product_id::text FROM persons p JOIN visitors v ON v.org_id = p.org_id AND v.person_id = p.id
         WHERE v.org_id = ${org} AND v.core_id = ${marked}`.execute(srv.deps.db);

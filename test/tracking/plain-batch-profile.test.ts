@@ -11,7 +11,11 @@ import { sql } from 'kysely';
 import { prepareBatch, processBatch, storeBatch } from '../../src/tracking/batch.service.ts';
 import type { EventItem } from '../../src/tracking/ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from '../../src/tracking/plain-batch.service.ts';
+import { FreshVisitors } from '../../src/identity/fresh-visitors.service.ts';
+import { profileMarks } from '../../src/identity/recorded.rules.ts';
+import { visitorTouches } from '../../src/identity/stitching.service.ts';
 import { type Account, newAccount, newMerchant, unique } from '../support/accounts.ts';
+import { onCitusCluster } from '../support/citus.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import type { OrgId } from '../support/org-id.ts';
 import { onStatements, untilWaitingOnLock } from '../support/statements.ts';
@@ -193,6 +197,53 @@ describe('tracking: a plain batch records views and carts in its one statement, 
         SELECT id::text, last_cart_product_id::text FROM persons WHERE org_id = ${org} ORDER BY id`.execute(srv.deps.db)
     ).rows;
     expect(persons, 'the cart went to the kept person; the merged one is not written again').to.deep.equal([{ id: keep, last_cart_product_id: '3' }]);
+  });
+
+  it('writes the profile to the person a concurrent merge moved the visitor to when the process knows it fresh (held by a share lock, not sent)', async () => {
+    const org = (await newMerchant(srv, account)).organisation.id;
+    const fresh = new FreshVisitors();
+    const [moved, kept] = [unique('c'), unique('c')];
+    await storePlainBatch(srv.deps.db, [event(org, moved, 'updatecart', cart(1)), event(org, kept, 'updatecart', cart(2))], fresh);
+    const personOf = async (core: string) =>
+      (await sql<{ p: string }>`SELECT person_id::text AS p FROM visitors WHERE org_id = ${org} AND core_id = ${core}`.execute(srv.deps.db)).rows[0]!
+        .p;
+    const [gone, keep] = [await personOf(moved), await personOf(kept)];
+    const next = [event(org, moved, 'updatecart', cart(3))];
+    const { send, held } = fresh.toSend(visitorTouches(next), profileMarks(next).marks, onCitusCluster());
+    expect({ send: send.length, held: held.length }, 'the premise: fresh, so held (sent under Citus)').to.deep.equal(
+      onCitusCluster() ? { send: 1, held: 0 } : { send: 0, held: 1 },
+    );
+    let batch: Promise<void> | undefined;
+    await srv.deps.db.transaction().execute(async (tx) => {
+      await sql`UPDATE visitors SET person_id = ${keep}::bigint WHERE org_id = ${org} AND core_id = ${moved}`.execute(tx);
+      await sql`DELETE FROM persons WHERE org_id = ${org} AND id = ${gone}::bigint`.execute(tx);
+      // the statement's snapshot still says `gone`; its share lock waits for the merge, then reads the visitor's latest version
+      batch = storePlainBatch(srv.deps.db, next, fresh);
+      await untilWaitingOnLock(srv.deps.db, 'INSERT INTO visitors', 'the batch waits for the merge');
+    });
+    await batch;
+    const persons = (
+      await sql<{ id: string; last_cart_product_id: string }>`
+        SELECT id::text, last_cart_product_id::text FROM persons WHERE org_id = ${org} ORDER BY id`.execute(srv.deps.db)
+    ).rows;
+    expect(persons, 'the cart went to the kept person; the merged one is not written again').to.deep.equal([{ id: keep, last_cart_product_id: '3' }]);
+  });
+
+  it('drops the mark of a held visitor that an erasure deleted meanwhile, and stores its event', async () => {
+    const org = (await newMerchant(srv, account)).organisation.id;
+    const fresh = new FreshVisitors();
+    const core = unique('c');
+    await storePlainBatch(srv.deps.db, [event(org, core, 'updatecart', cart(1))], fresh);
+    // as another process's erasure, before its notification reached this one
+    await sql`DELETE FROM persons WHERE org_id = ${org}`.execute(srv.deps.db);
+    await sql`DELETE FROM visitors WHERE org_id = ${org}`.execute(srv.deps.db);
+    await storePlainBatch(srv.deps.db, [event(org, core, 'updatecart', cart(2))], fresh);
+    const count = async (table: 'persons' | 'visitors' | 'events') =>
+      Number((await sql<{ n: string }>`SELECT count(*) AS n FROM ${sql.table(table)} WHERE org_id = ${org}`.execute(srv.deps.db)).rows[0]!.n);
+    // under Citus the visitor is sent and made again, with its profile
+    expect({ persons: await count('persons'), visitors: await count('visitors'), events: await count('events') }).to.deep.equal(
+      onCitusCluster() ? { persons: 1, visitors: 1, events: 2 } : { persons: 0, visitors: 0, events: 2 },
+    );
   });
 
   it('sends one statement per batch of carts, for new and returning visitors, where the transaction sent 4 and 5', async () => {
