@@ -104,22 +104,32 @@ export class FreshVisitors {
    * instead of sending them to the upsert, which would rewrite each with its
    * own values to return it. With `sendMarked` (Citus, where a locking read
    * must name one organisation) a marked visitor is always sent, and `held`
-   * is empty.
+   * is empty. `markedSent`: a marked visitor is among `send` (the upsert
+   * must then hold the unchanged ones to return them).
    */
   toSend(
     touches: VisitorTouch[],
     marked: readonly { orgId: OrgId; coreId: string }[],
     sendMarked: boolean,
-  ): { send: VisitorTouch[]; held: VisitorTouch[] } {
-    if (this.entries.size === 0) return { send: touches, held: [] };
+  ): { send: VisitorTouch[]; held: VisitorTouch[]; markedSent: boolean } {
+    if (this.entries.size === 0) return { send: touches, held: [], markedSent: marked.length > 0 };
     const withMark = new Set(marked.map((m) => key(m.orgId, m.coreId)));
     const send: VisitorTouch[] = [];
     const held: VisitorTouch[] = [];
+    let markedSent = false;
     for (const t of touches) {
-      if (!this.unchanged(t)) send.push(t);
-      else if (withMark.has(key(t.orgId, t.coreId))) (sendMarked ? send : held).push(t);
+      const hasMark = withMark.size > 0 && withMark.has(key(t.orgId, t.coreId));
+      if (this.unchanged(t)) {
+        if (!hasMark) continue; // left out
+        if (!sendMarked) {
+          held.push(t);
+          continue;
+        }
+      }
+      send.push(t);
+      markedSent ||= hasMark;
     }
-    return { send, held };
+    return { send, held, markedSent };
   }
 
   /**

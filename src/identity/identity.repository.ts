@@ -86,6 +86,23 @@ export function visitorsAreDistributed(db: Executor): Promise<boolean> {
 }
 
 /**
+ * The plain PostgreSQL read of visitors by key (a FROM item named `v`, with
+ * org_id, core_id, person_id, corex_id): each (organisation, core id) pair
+ * looked up by a LATERAL subquery whose only conditions are both key columns
+ * from the pair, so that no plan, generic or custom, can make it a walk of
+ * the organisation (readBack below says why). `lock`: FOR SHARE of each row
+ * found (the plain batch's held visitors, profile-upsert.repository.ts).
+ * Only where visitorsAreDistributed says false; its statement starts with
+ * PLAIN_POSTGRES.
+ */
+export function visitorsByKey(keys: readonly { orgId: OrgId; coreId: string }[], lock: 'FOR SHARE' | '' = ''): RawBuilder<unknown> {
+  return sql`unnest(${keys.map((k) => k.orgId)}::bigint[], ${keys.map((k) => k.coreId)}::text[]) AS k(org_id, core_id)
+      CROSS JOIN LATERAL (
+        SELECT v.org_id, v.core_id, v.person_id, v.corex_id FROM visitors v WHERE v.org_id = k.org_id AND v.core_id = k.core_id ${sql.raw(lock)}
+      ) v`;
+}
+
+/**
  * The visitors an upsert left unchanged, read back by key (their row locks
  * are the upsert's, so person_id is current). The read must be a primary key
  * lookup per visitor whatever PostgreSQL believes of the organisation's size:
@@ -97,9 +114,10 @@ export function visitorsAreDistributed(db: Executor): Promise<boolean> {
  * two keys in the bench's mixed load (docs/profiles/mixed-new-organisation-plans.md).
  *
  * On plain PostgreSQL each (organisation, core id) pair is looked up by a
- * LATERAL subquery whose only conditions are both key columns from the pair:
- * a unique key lookup is one row in every plan, generic or custom, and no
- * condition on the organisation alone exists for a plan to scan it by. Under
+ * LATERAL subquery whose only conditions are both key columns from the pair
+ * (visitorsByKey): a unique key lookup is one row in every plan, generic or
+ * custom, and no condition on the organisation alone exists for a plan to
+ * scan it by. Under
  * Citus the read must name its organisations to reach their shards only, so
  * there it keeps `org_id = ANY AND core_id = ANY` (and drops rows pairing one
  * organisation with another's core id); the shard's plan is its worker's.
@@ -108,10 +126,7 @@ async function readBack(tx: Executor, rest: VisitorTouch[]): Promise<TouchedVisi
   if (!(await visitorsAreDistributed(tx))) {
     const { rows } = await sql<TouchedVisitor>`${sql.raw(PREPARE + PLAIN_POSTGRES)}
       SELECT v.org_id, v.core_id, v.person_id, v.corex_id, v.corex_id AS old_corex_id, false AS inserted
-      FROM unnest(${rest.map((r) => r.orgId)}::bigint[], ${rest.map((r) => r.coreId)}::text[]) AS k(org_id, core_id)
-      CROSS JOIN LATERAL (
-        SELECT v.org_id, v.core_id, v.person_id, v.corex_id FROM visitors v WHERE v.org_id = k.org_id AND v.core_id = k.core_id
-      ) v
+      FROM ${visitorsByKey(rest)}
     `.execute(tx);
     return rows;
   }

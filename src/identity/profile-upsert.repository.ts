@@ -37,7 +37,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/tenancy.ts';
 import { isoTimestampOrNull } from '../db/timestamps.ts';
-import { PROFILE_ONTO_PERSON, type ProductSighting, productsUpsert, visitorsAreDistributed } from './identity.repository.ts';
+import { PROFILE_ONTO_PERSON, type ProductSighting, productsUpsert, visitorsAreDistributed, visitorsByKey } from './identity.repository.ts';
 import type { ProfileMark } from './recorded.rules.ts';
 import type { VisitorTouch } from './visitors-upsert.repository.ts';
 
@@ -58,16 +58,7 @@ export async function holdsByRead(db: Executor): Promise<boolean> {
  */
 export function profileWrites(marks: readonly ProfileMark[], products: readonly ProductSighting[], held: readonly VisitorTouch[] = []) {
   const parts = [];
-  if (held.length > 0) {
-    // a key probe per visitor (as identity.repository.ts readBack): no plan can make it a scan of the organisation
-    parts.push(sql`held AS (
-      SELECT v.org_id, v.core_id, v.person_id
-      FROM unnest(${held.map((h) => h.orgId)}::bigint[], ${held.map((h) => h.coreId)}::text[]) AS k(org_id, core_id)
-      CROSS JOIN LATERAL (
-        SELECT v.org_id, v.core_id, v.person_id FROM visitors v WHERE v.org_id = k.org_id AND v.core_id = k.core_id FOR SHARE
-      ) v
-    )`);
-  }
+  if (held.length > 0) parts.push(sql`held AS (SELECT v.org_id, v.core_id, v.person_id FROM ${visitorsByKey(held, 'FOR SHARE')})`);
   if (marks.length > 0) {
     const data = JSON.stringify(
       marks.map((m) => ({

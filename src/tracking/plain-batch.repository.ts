@@ -32,21 +32,19 @@ export interface WrittenVisitor {
 /**
  * Touches the visitors, inserts the events and writes what they record, in
  * one statement; returns the visitors its upsert inserted or rewrote (the
- * others it left as they were) or, when a marked visitor (a view or a cart)
- * is among its touches, every visitor it touched with its last_seen as
- * stored. `held`: marked visitors left out of the upsert, whose persons the
- * statement reads under a share lock (plain PostgreSQL only:
- * profile-upsert.repository.ts).
+ * others it left as they were) or, with `hold` (a marked visitor, a view or
+ * a cart, is among its touches), every visitor it touched with its
+ * last_seen as stored. `held`: marked visitors left out of the upsert, whose
+ * persons the statement reads under a share lock (plain PostgreSQL only:
+ * profile-upsert.repository.ts). Every marked visitor is in one of the two.
  */
 export async function insertPlainBatch(
   db: Database,
   touches: VisitorTouch[],
   events: readonly NewEvent[],
-  recording: Recording = { marks: [], products: [] },
-  held: readonly VisitorTouch[] = [],
+  recording: Recording,
+  { held, hold }: { held: readonly VisitorTouch[]; hold: boolean },
 ): Promise<WrittenVisitor[]> {
-  const sent = new Set(touches.map((t) => `${t.orgId}\u0000${t.coreId}`));
-  const hold = recording.marks.some((m) => sent.has(`${m.orgId}\u0000${m.coreId}`));
   const profile = profileWrites(recording.marks, recording.products, held);
   const { rows } = await sql<WrittenVisitor>`${sql.raw(held.length > 0 ? PREPARE + PLAIN_POSTGRES : PREPARE)}
     WITH touched AS (${visitorsUpsert(touches, hold ? 'hold' : 'skip')}

@@ -59,9 +59,9 @@ export async function storePlainBatch(db: Database, items: readonly EventItem[],
   if (items.length === 0) return;
   const recording = profileMarks(items);
   const all = visitorTouches(items);
-  const { send, held } = fresh
+  const { send, held, markedSent } = fresh
     ? fresh.toSend(all, recording.marks, recording.marks.length === 0 || !(await holdsByRead(db)))
-    : { send: all, held: [] };
-  const written = await insertPlainBatch(db, send, items, recording, held);
+    : { send: all, held: [], markedSent: recording.marks.length > 0 };
+  const written = await insertPlainBatch(db, send, items, recording, { held, hold: markedSent });
   fresh?.wrote(send, written);
 }
