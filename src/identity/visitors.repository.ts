@@ -1,7 +1,7 @@
 // Reads of visitors and their contacts, scoped by organisation: for the
 // platform API, and a person's contacts for the ingest's event exports.
 import { sql } from 'kysely';
-import type { Database } from '../db/database.ts';
+import { type Database, PREPARE } from '../db/database.ts';
 import { type Executor, orgScoped, type OrgId } from '../db/tenancy.ts';
 
 const VISITOR_COLUMNS = ['core_id', 'roaming_id', 'corex_id', 'name', 'person_id', 'first_seen', 'last_seen', 'user_agent', 'location'] as const;
@@ -89,20 +89,19 @@ export async function contactsLinked(db: Database, orgId: OrgId, since: Date, re
  * src/identity/stitching.service.ts readContacts and contacts): each with
  * its person and the visitors that verified it, in id order. The links'
  * organisation is the parameter, not `c.org_id`: a correlated organisation
- * kept Citus from routing the read to one shard (it ran on all 32).
+ * kept Citus from routing the read to one shard (it ran on all 32). Every
+ * batch with exported events reads it, so it is a fixed text, prepared once
+ * per connection, not built per batch (test/identity/contacts-read.test.ts
+ * checks its generic plan).
  */
 export async function contactsOfPersonsSeen(tx: Executor, orgId: OrgId, persons: readonly number[]) {
-  return orgScoped(tx, orgId)
-    .selectFrom('contacts as c')
-    .select(['c.person_id', 'c.type', 'c.value'])
-    .select(({ selectFrom }) =>
-      sql<
-        string[]
-      >`ARRAY(${selectFrom('visitor_contacts as vc').select('vc.core_id').where('vc.org_id', '=', orgId).whereRef('vc.contact_id', '=', 'c.id').where('vc.verified', '=', true)})`.as(
-        'verified_by',
-      ),
-    )
-    .where(sql<boolean>`c.person_id = ANY(${[...persons]}::bigint[])`)
-    .orderBy('c.id')
-    .execute();
+  const { rows } = await sql<{ person_id: number; type: 'EMAIL' | 'PHONE'; value: string; verified_by: string[] }>`${sql.raw(PREPARE)}
+    SELECT c.person_id, c.type, c.value,
+           ARRAY(SELECT vc.core_id FROM visitor_contacts vc
+                 WHERE vc.org_id = ${orgId} AND vc.contact_id = c.id AND vc.verified = true) AS verified_by
+    FROM contacts c
+    WHERE c.org_id = ${orgId} AND c.person_id = ANY(${[...persons]}::bigint[])
+    ORDER BY c.id
+  `.execute(tx);
+  return rows;
 }

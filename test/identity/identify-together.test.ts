@@ -36,7 +36,7 @@ describe('identity: identifies written together give what one by one gives', () 
       if (!recording) return;
       sent.push({ client, text });
       if (/insert into contacts/i.test(text)) inserts++;
-      if (/^select\b[\s\S]*\bfrom "contacts"/i.test(text)) contactReads++;
+      if (/^(\/\*prepare\*\/\s*)?select\b[\s\S]*\bfrom "?contacts"?\s/i.test(text)) contactReads++;
     });
     srv = await startTestServer();
     account = await newAccount(srv);
