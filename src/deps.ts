@@ -13,6 +13,7 @@ import type { FreshVisitors } from './identity/fresh-visitors.service.ts';
 import type { OrganisationDirectory } from './platform/organisation-directory.service.ts';
 import type { SubjectHasher } from './privacy/subject-hash.crypto.ts';
 import type { Tokens } from './platform/tokens.crypto.ts';
+import type { EventIds } from './tracking/events.repository.ts';
 import type { Ingestor } from './tracking/ingest.service.ts';
 import type { TargetCache } from './webhooks/targets.service.ts';
 
@@ -39,4 +40,6 @@ export interface Deps {
   subjects: SubjectHasher;
   /** the visitors this process wrote lately (identity): the plain batch leaves out touches that would not change them; erasures forget them */
   freshVisitors: FreshVisitors;
+  /** the ids of exported events, drawn from their sequence a block at a time (tracking) */
+  eventIds: EventIds;
 }

@@ -27,6 +27,7 @@ import { startWebhookRuntime, type WebhookRuntime } from './webhooks/runtime.wor
 import { startPartitionMaintenance } from './tracking/partitions.worker.ts';
 import { createOrganisationDirectory } from './platform/organisation-directory.service.ts';
 import { loadGeoLocator } from './geo/geo.service.ts';
+import { EventIds } from './tracking/events.repository.ts';
 import { createIngestor } from './tracking/ingest.service.ts';
 import { FreshVisitors } from './identity/fresh-visitors.service.ts';
 import { BotTally, keepBotsOut } from './tracking/bot-counts.service.ts';
@@ -79,15 +80,32 @@ export async function buildDeps(
   const geo = loadGeoLocator(config.geoipDb, log, { dataDir: config.dataDir });
   const subjects = new SubjectHasher(cipher);
   const freshVisitors = new FreshVisitors();
+  const eventIds = new EventIds();
   // known bots are answered without being queued (README "Bots")
   const ingest = keepBotsOut(
-    createIngestor({ db, log, metrics, targets, subjects, freshVisitors }, { maxConcurrent: ingestInFlight }),
+    createIngestor({ db, log, metrics, targets, subjects, freshVisitors, eventIds }, { maxConcurrent: ingestInFlight }),
     new BotTally(db, log, metrics),
   );
   // one set of tracking limits for the process: the fast path and the Koa handlers charge the same buckets
   const trackingLimits = createTrafficLimits('tracking', config.trackingLimits, metrics.trackingRefused);
   const analyticsLimits = createTrafficLimits('analytics', config.trackingLimits);
-  return { config, db, log, metrics, tokens, cipher, targets, organisations, geo, ingest, subjects, freshVisitors, trackingLimits, analyticsLimits };
+  return {
+    config,
+    db,
+    log,
+    metrics,
+    tokens,
+    cipher,
+    targets,
+    organisations,
+    geo,
+    ingest,
+    subjects,
+    freshVisitors,
+    eventIds,
+    trackingLimits,
+    analyticsLimits,
+  };
 }
 
 /** Everything that needs the database and HTTP, on an already-open database. */

@@ -12,8 +12,8 @@
 //      writes nothing when a merge turns out to be needed, and the batch
 //      takes the transaction below);
 //   4. any other, in ONE transaction (processBatch): the events inserted
-//      (ahead of identity when exports need their ids; otherwise carried by
-//      the visitors upsert), identity run once for the batch
+//      with the visitors upsert (when exports need their ids, drawn ahead
+//      by the process's EventIds), identity run once for the batch
 //      (src/identity/batch.service.ts identifyBatch), which returns what
 //      happened that webhooks must hear of; the exports the suppression list
 //      forbids left out (BatchPrivacy.exportable); webhooks fans out once
@@ -28,7 +28,7 @@ import type { FreshVisitors } from '../identity/fresh-visitors.service.ts';
 import { BatchPrivacy, type PrivacyDeps } from '../privacy/ingest-privacy.service.ts';
 import { type ContactMatch, type EventToExport, FanOut } from '../webhooks/fan-out.service.ts';
 import type { TargetCache } from '../webhooks/targets.service.ts';
-import { eventsInsert, insertEvents } from './events.repository.ts';
+import { EventIds, eventsInsert } from './events.repository.ts';
 import type { EventItem, IdentifyItem, IngestItem } from './ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from './plain-batch.service.ts';
 
@@ -37,13 +37,16 @@ export interface BatchDeps extends PrivacyDeps {
   targets: TargetCache;
   /** the visitors this process wrote lately: a plain batch leaves out those it would not change (absent: every touch is sent) */
   freshVisitors?: FreshVisitors;
+  /** the ids of exported events, drawn ahead (one per process and database; absent: a block for the batch alone) */
+  eventIds?: EventIds;
 }
 
-/** A batch ready to be written: its screened items, the privacy rules that screened them, its fan-out. */
+/** A batch ready to be written: its screened items, the privacy rules that screened them, its fan-out, where its exported events' ids come from. */
 export interface PreparedBatch {
   items: IngestItem[];
   privacy: BatchPrivacy;
   fanOut: FanOut;
+  eventIds: EventIds;
 }
 
 /** Screens a batch and reads its organisations' targets (before, and outside, its transaction). */
@@ -53,7 +56,7 @@ export async function prepareBatch(deps: BatchDeps, db: Database, submitted: rea
     deps.targets,
     items.map((it) => it.orgId),
   );
-  return { items, privacy, fanOut };
+  return { items, privacy, fanOut, eventIds: deps.eventIds ?? new EventIds(items.length) };
 }
 
 /** Stores a batch: a plain one as one statement, any other in one transaction. */
@@ -74,7 +77,7 @@ export async function storeBatch(deps: BatchDeps, db: Database, submitted: Inges
 }
 
 /** Writes a prepared batch in the caller's transaction. */
-export async function processBatch(tx: Tx, { items, privacy, fanOut }: PreparedBatch): Promise<void> {
+export async function processBatch(tx: Tx, { items, privacy, fanOut, eventIds }: PreparedBatch): Promise<void> {
   const events = items.filter((it): it is EventItem => it.kind === 'event');
   const rows = events.map((it) => ({
     orgId: it.orgId,
@@ -85,12 +88,11 @@ export async function processBatch(tx: Tx, { items, privacy, fanOut }: PreparedB
     corexId: it.corexId,
     body: it.body,
   }));
-  // event exports carry the ids (in the order given): then the events are a statement of their own;
-  // otherwise they travel with the visitors upsert (one round trip less)
+  // event exports carry the ids (in the order given): drawn ahead, then inserted with the visitors upsert as any batch's events
   const exporting = events.some((it) => !it.gpc && fanOut.exportsEvents.has(it.orgId));
-  const eventIds = exporting ? await insertEvents(tx, rows) : [];
-  const idOf = new Map(events.map((it, i) => [it, eventIds[i]!]));
-  const happened = await identifyBatch<EventItem, IdentifyItem>(tx, items, fanOut, exporting || rows.length === 0 ? undefined : eventsInsert(rows));
+  const ids = exporting ? await eventIds.take(tx, rows.length) : undefined;
+  const idOf = new Map(ids ? events.map((it, i) => [it, ids[i]!]) : []);
+  const happened = await identifyBatch<EventItem, IdentifyItem>(tx, items, fanOut, rows.length === 0 ? undefined : eventsInsert(rows, ids));
   const deliver: (EventToExport | ContactMatch)[] = [];
   for (const h of happened) {
     if (h.kind === 'matched') deliver.push(h);
