@@ -28,7 +28,7 @@ import type { FreshVisitors } from '../identity/fresh-visitors.service.ts';
 import { BatchPrivacy, type PrivacyDeps } from '../privacy/ingest-privacy.service.ts';
 import { type ContactMatch, type EventToExport, FanOut } from '../webhooks/fan-out.service.ts';
 import type { TargetCache } from '../webhooks/targets.service.ts';
-import { EventIds, eventsInsert } from './events.repository.ts';
+import { type EventIds, eventsInsert } from './events.repository.ts';
 import type { EventItem, IdentifyItem, IngestItem } from './ingest.types.ts';
 import { isPlainBatch, storePlainBatch } from './plain-batch.service.ts';
 
@@ -37,8 +37,8 @@ export interface BatchDeps extends PrivacyDeps {
   targets: TargetCache;
   /** the visitors this process wrote lately: a plain batch leaves out those it would not change (absent: every touch is sent) */
   freshVisitors?: FreshVisitors;
-  /** the ids of exported events, drawn ahead (one per process and database; absent: a block for the batch alone) */
-  eventIds?: EventIds;
+  /** the ids of exported events, drawn ahead (one per process and database) */
+  eventIds: EventIds;
 }
 
 /** A batch ready to be written: its screened items, the privacy rules that screened them, its fan-out, where its exported events' ids come from. */
@@ -56,7 +56,7 @@ export async function prepareBatch(deps: BatchDeps, db: Database, submitted: rea
     deps.targets,
     items.map((it) => it.orgId),
   );
-  return { items, privacy, fanOut, eventIds: deps.eventIds ?? new EventIds(items.length) };
+  return { items, privacy, fanOut, eventIds: deps.eventIds };
 }
 
 /** Stores a batch: a plain one as one statement, any other in one transaction. */

@@ -39,18 +39,15 @@ function eventsJson(rows: readonly NewEvent[], ids?: readonly number[]): string 
  * without them, each row takes the next of the sequence.
  */
 export function eventsInsert(rows: readonly NewEvent[], ids?: readonly number[]): RawBuilder<unknown> {
-  if (ids) {
-    return sql`INSERT INTO events (id, org_id, received_at, name, core_id, roaming_id, corex_id, body)
+  const id = sql.raw(ids ? 'id, ' : '');
+  const idType = sql.raw(ids ? 'id bigint, ' : '');
+  return sql`INSERT INTO events (${id}org_id, received_at, name, core_id, roaming_id, corex_id, body)
       SELECT * FROM jsonb_to_recordset(${eventsJson(rows, ids)}::jsonb) AS r(
-        id bigint, org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb)`;
-  }
-  return sql`INSERT INTO events (org_id, received_at, name, core_id, roaming_id, corex_id, body)
-      SELECT * FROM jsonb_to_recordset(${eventsJson(rows)}::jsonb) AS r(
-        org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb)`;
+        ${idType}org_id bigint, received_at timestamptz, name text, core_id text, roaming_id text, corex_id text, body jsonb)`;
 }
 
 /** How many event ids EventIds draws from the sequence at once. */
-export const EVENT_ID_BLOCK = 1000;
+const EVENT_ID_BLOCK = 1000;
 
 /**
  * Event ids drawn from events_id_seq ahead of the batches that need them (a
