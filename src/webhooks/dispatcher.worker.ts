@@ -44,6 +44,8 @@ export interface DispatcherOptions {
   slowMs?: number;
   /** claim at least this often without a notification (ms) */
   pollIntervalMs?: number;
+  /** how long a small room in a full pool waits to grow before it is claimed anyway (ms); default COALESCE_MS */
+  coalesceMs?: number;
   /** how long stop() waits for requests in flight before interrupting them (ms) */
   stopGraceMs?: number;
   /** the circuit breaker: failures in a row that pause an endpoint, first and longest pause */
@@ -55,9 +57,27 @@ export interface DispatcherOptions {
 export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'cipher' | 'metrics'>;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * A claim costs about the same whether it brings back one delivery or a
+ * hundred: one statement of some sixty plan nodes
+ * (docs/profiles/dispatch-claims-per-statement.md). Once a backlog has filled
+ * the pool, claiming each slot as an attempt frees it made a claim for every
+ * few deliveries. So while the pool has room for fewer than this part of it,
+ * and neither an organisation named by a NOTIFY nor a scan is waiting, the
+ * loop lets attempts free more for up to COALESCE_MS before it claims. A full
+ * pool is mostly deliveries waiting to start, so no lane runs dry meanwhile;
+ * new work (a NOTIFY) is claimed at once, from the reserve if need be. This
+ * is the pool's counterpart of a lane's "full until drained to half"
+ * (fair-share.rules.ts).
+ */
+const CLAIM_PART_OF_POOL = 8;
+/** the longest a small room waits to grow before it is claimed anyway (ms), by default */
+const COALESCE_MS = 10;
 export class Dispatcher {
   private readonly batchSize: number;
   private readonly pollMs: number;
+  private readonly coalesceMs: number;
   private readonly stopGraceMs: number;
   private readonly share: FairShare;
   private readonly breaker: BreakerOptions;
@@ -79,6 +99,10 @@ export class Dispatcher {
   private scanWanted = true;
   private stopping = false;
   private capacityWait = false;
+  /** the loop waits for the pool's room to reach minClaim (or for coalesceMs): an attempt that ends wakes it only then */
+  private roomWait = false;
+  /** the pool's room worth a claim of its own (see CLAIM_PART_OF_POOL) */
+  private readonly minClaim: number;
   private loop: Promise<void> | undefined;
   private stopped: Promise<void> | undefined;
   private unsubscribe: (() => void)[] = [];
@@ -91,6 +115,7 @@ export class Dispatcher {
   ) {
     this.batchSize = opts.batchSize ?? 200;
     this.pollMs = opts.pollIntervalMs ?? 1000;
+    this.coalesceMs = opts.coalesceMs ?? COALESCE_MS;
     this.stopGraceMs = opts.stopGraceMs ?? 5000;
     const configured = deps.config.webhookShare ?? DEFAULT_SHARE;
     const host = {
@@ -102,6 +127,7 @@ export class Dispatcher {
       slowMs: opts.slowMs ?? configured.slowMs,
     };
     this.share = new FairShare(opts.split ? splitCaps(host, opts.split.index, opts.split.count) : host);
+    this.minClaim = Math.max(1, Math.floor((this.share.opts.global - this.share.opts.reserve) / CLAIM_PART_OF_POOL));
     this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
     this.sender = createSender({
       allowPrivateNetworks: deps.config.webhookAllowPrivateNetworks,
@@ -184,6 +210,7 @@ export class Dispatcher {
 
   private async run(): Promise<void> {
     let failures = 0;
+    let coalesced = false;
     while (!this.stopping) {
       const room = this.share.room();
       if (room.pool + room.reserve <= 0) {
@@ -192,6 +219,16 @@ export class Dispatcher {
         continue;
       }
       this.capacityWait = false;
+      if (!coalesced && room.pool < this.minClaim && this.named.size === 0 && !this.scanWanted) {
+        // a small room: let it grow a little (CLAIM_PART_OF_POOL); the wakes pending are all "room freed"
+        coalesced = true;
+        this.roomWait = true;
+        this.signal.clear();
+        await this.signal.wait(this.coalesceMs);
+        this.roomWait = false;
+        continue;
+      }
+      coalesced = false;
       const scan = this.scanWanted;
       this.scanWanted = false;
       const started = Date.now();
@@ -274,8 +311,9 @@ export class Dispatcher {
   private finished(job: Job, durationMs: number | undefined): void {
     const reopened = this.share.finished(job, durationMs);
     if (!this.stopping) this.pump(job.lane);
-    // claim again when this made room someone with more due can use (or the process had no room at all)
-    if (!this.stopping && (this.capacityWait || reopened)) this.signal.wake();
+    // claim again when this made room someone with more due can use (or the process had no room at all),
+    // unless the loop is letting a small room grow and it has not yet
+    if (!this.stopping && (this.capacityWait || reopened) && (!this.roomWait || this.share.room().pool >= this.minClaim)) this.signal.wake();
   }
 
   /** Makes one attempt; resolves with its duration (undefined when it was interrupted or never sent). */

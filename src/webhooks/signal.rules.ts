@@ -8,6 +8,10 @@ export class Signal {
     if (this.resolve) this.resolve(true);
     else this.woken = true;
   }
+  /** Forgets a wake() that no wait() has seen yet (the caller has read the state it stood for). */
+  clear(): void {
+    this.woken = false;
+  }
   wait(ms: number): Promise<boolean> {
     if (this.woken) {
       this.woken = false;
