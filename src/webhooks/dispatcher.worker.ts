@@ -59,20 +59,16 @@ export type DispatcherDeps = Pick<Deps, 'db' | 'config' | 'log' | 'cipher' | 'me
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * A claim costs about the same whether it brings back one delivery or a
- * hundred: one statement of some sixty plan nodes
- * (docs/profiles/dispatch-claims-per-statement.md). Once a backlog has filled
- * the pool, claiming each slot as an attempt frees it made a claim for every
- * few deliveries. So while the pool has room for fewer than this part of it,
- * and neither an organisation named by a NOTIFY nor a scan is waiting, the
- * loop lets attempts free more for up to COALESCE_MS before it claims. A full
- * pool is mostly deliveries waiting to start, so no lane runs dry meanwhile;
- * new work (a NOTIFY) is claimed at once, from the reserve if need be. This
- * is the pool's counterpart of a lane's "full until drained to half"
- * (fair-share.rules.ts).
+ * How long the loop lets a nearly full pool (FairShare.poolNearlyFull) grow
+ * before it claims anyway, by default (ms). A claim costs about the same
+ * whether it brings back one delivery or a hundred
+ * (docs/profiles/dispatch-claims-per-statement.md); once a backlog had filled
+ * the pool, claiming each slot as an attempt freed it made a claim for every
+ * few deliveries. The wait applies only while neither an organisation named
+ * by a NOTIFY nor a scan is waiting: new work is claimed at once, from the
+ * reserve if need be. A full pool is mostly deliveries waiting to start, so
+ * no lane runs dry meanwhile.
  */
-const CLAIM_PART_OF_POOL = 8;
-/** the longest a small room waits to grow before it is claimed anyway (ms), by default */
 const COALESCE_MS = 10;
 export class Dispatcher {
   private readonly batchSize: number;
@@ -99,10 +95,8 @@ export class Dispatcher {
   private scanWanted = true;
   private stopping = false;
   private capacityWait = false;
-  /** the loop waits for the pool's room to reach minClaim (or for coalesceMs): an attempt that ends wakes it only then */
+  /** the loop lets a nearly full pool grow (for coalesceMs): an attempt that ends wakes it only once it is not */
   private roomWait = false;
-  /** the pool's room worth a claim of its own (see CLAIM_PART_OF_POOL) */
-  private readonly minClaim: number;
   private loop: Promise<void> | undefined;
   private stopped: Promise<void> | undefined;
   private unsubscribe: (() => void)[] = [];
@@ -127,7 +121,6 @@ export class Dispatcher {
       slowMs: opts.slowMs ?? configured.slowMs,
     };
     this.share = new FairShare(opts.split ? splitCaps(host, opts.split.index, opts.split.count) : host);
-    this.minClaim = Math.max(1, Math.floor((this.share.opts.global - this.share.opts.reserve) / CLAIM_PART_OF_POOL));
     this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
     this.sender = createSender({
       allowPrivateNetworks: deps.config.webhookAllowPrivateNetworks,
@@ -219,8 +212,8 @@ export class Dispatcher {
         continue;
       }
       this.capacityWait = false;
-      if (!coalesced && room.pool < this.minClaim && this.named.size === 0 && !this.scanWanted) {
-        // a small room: let it grow a little (CLAIM_PART_OF_POOL); the wakes pending are all "room freed"
+      if (!coalesced && this.share.poolNearlyFull() && this.named.size === 0 && !this.scanWanted) {
+        // a small room: let it grow a little; the wakes pending are all "room freed"
         coalesced = true;
         this.roomWait = true;
         this.signal.clear();
@@ -313,7 +306,7 @@ export class Dispatcher {
     if (!this.stopping) this.pump(job.lane);
     // claim again when this made room someone with more due can use (or the process had no room at all),
     // unless the loop is letting a small room grow and it has not yet
-    if (!this.stopping && (this.capacityWait || reopened) && (!this.roomWait || this.share.room().pool >= this.minClaim)) this.signal.wake();
+    if (!this.stopping && (this.capacityWait || reopened) && (!this.roomWait || !this.share.poolNearlyFull())) this.signal.wake();
   }
 
   /** Makes one attempt; resolves with its duration (undefined when it was interrupted or never sent). */

@@ -59,6 +59,15 @@ export const DEFAULT_SHARE: FairShareOptions = {
   queueMs: 1000,
 };
 
+/**
+ * A full pool is refilled in batches: while its room is below this part of
+ * it (an eighth: 56 of 448), a claim would bring back little for a statement
+ * that costs about the same whatever it brings back, and the dispatcher lets
+ * attempts free more first (dispatcher.worker.ts, docs/webhook-fairness.md).
+ * The pool's counterpart of a lane's "full until drained to half".
+ */
+const CLAIM_PART_OF_POOL = 8;
+
 /** lanes and organisations idle this long forget their endpoints' speed */
 const IDLE_MS = 600_000;
 /** at most this many idle organisations are remembered (their speed) */
@@ -120,6 +129,11 @@ export class FairShare {
 
   private get pool(): number {
     return this.opts.global - this.opts.reserve;
+  }
+
+  /** The pool has room for less than 1 / CLAIM_PART_OF_POOL of it: worth letting attempts free more before claiming. */
+  poolNearlyFull(): boolean {
+    return this.room().pool < Math.max(1, Math.floor(this.pool / CLAIM_PART_OF_POOL));
   }
 
   /** How many more deliveries the process may hold: in the pool, and in the reserve. */

@@ -1,5 +1,5 @@
 // A backlog that fills the dispatcher's pool is claimed in batches, not a
-// slot at a time (src/webhooks/dispatcher.worker.ts, CLAIM_PART_OF_POOL). Once
+// slot at a time (src/webhooks/fair-share.rules.ts CLAIM_PART_OF_POOL, dispatcher.worker.ts). Once
 // the pool was full, every attempt that ended made room for one claim, and the
 // loop claimed it at once: a statement of some sixty plan nodes for every few
 // deliveries (docs/profiles/dispatch-claims-per-statement.md: about 17 a
