@@ -1,6 +1,12 @@
 // Writes attempt outcomes back in batches: outcomes that arrive while a write
-// is running go into the next one (group commit, no timer). The same
-// statement moves each endpoint's circuit breaker on (circuit-breaker.rules.ts). A
+// is running go into the next one (group commit). While the dispatcher works
+// a backlog (`gather`), a write first lets outcomes gather for up to a few
+// milliseconds, until a batch worth the statement has ended: without it, a
+// backlog to a fast receiver was written some 8 outcomes a statement, each
+// statement costing the dispatcher's thread about as much Node time as
+// several attempts (BENCHMARKS.md, twelfth stop). A few outcomes, or any
+// outside a backlog, are written at once. The same statement moves each
+// endpoint's circuit breaker on (circuit-breaker.rules.ts). A
 // failed write is retried with backoff; if the process dies first, the
 // leases expire and the deliveries are attempted again (at least once).
 import type { Database } from '../db/database.ts';
@@ -32,12 +38,20 @@ export interface CompletionWriterOptions {
   onRetryScheduled: (delayMs: number) => void;
   /** told what each batch changed in endpoints' circuit breakers (failing ones, and those it closed) */
   onHealth: (changes: HealthChange[], resumed: CompletionResult['resumed']) => void;
+  /**
+   * Outcomes gathered before a write while `backlog()` says one is being
+   * worked: for up to `ms`, or until `batch()` are queued. Without it every
+   * write starts at once.
+   */
+  gather?: { ms: number; batch: () => number; backlog: () => boolean };
 }
 
 export class CompletionWriter {
   private queue: Entry[] = [];
   private writing: Promise<void> | undefined;
   private giveUpAt = Infinity;
+  /** ends the current gathering wait (a batch is queued, or the writer drains) */
+  private gathered: (() => void) | undefined;
 
   constructor(
     private readonly db: Database,
@@ -48,6 +62,7 @@ export class CompletionWriter {
 
   add(kind: 'matched' | 'event', completion: Completion, endpoint: EndpointRef): void {
     this.queue.push({ kind, completion, endpoint, dueAt: Date.now() + completion.delayMs });
+    if (this.gathered && this.queue.length >= this.opts.gather!.batch()) this.gathered();
     this.writing ??= this.writeAll().finally(() => {
       this.writing = undefined;
     });
@@ -56,12 +71,28 @@ export class CompletionWriter {
   /** Waits until everything queued is written, or gives up after `ms`. */
   async drain(ms: number): Promise<void> {
     this.giveUpAt = Date.now() + ms;
+    this.gathered?.();
     while (this.writing) await this.writing;
+  }
+
+  /** While a backlog is worked and a batch has not yet ended, lets outcomes gather (up to gather.ms). */
+  private gather(): Promise<void> | undefined {
+    const g = this.opts.gather;
+    if (!g || this.giveUpAt !== Infinity || this.queue.length >= g.batch() || !g.backlog()) return undefined;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.gathered?.(), g.ms);
+      this.gathered = () => {
+        clearTimeout(timer);
+        this.gathered = undefined;
+        resolve();
+      };
+    });
   }
 
   private async writeAll(): Promise<void> {
     let failures = 0;
     while (this.queue.length > 0) {
+      await this.gather();
       const batch = this.queue.splice(0, MAX_BATCH);
       const now = Date.now();
       for (const e of batch) e.completion.delayMs = Math.max(0, e.dueAt - now);

@@ -44,7 +44,10 @@ export interface DispatcherOptions {
   slowMs?: number;
   /** claim at least this often without a notification (ms) */
   pollIntervalMs?: number;
-  /** how long a small room in a full pool waits to grow before it is claimed anyway (ms); default COALESCE_MS */
+  /**
+   * how long a small room in a full pool waits to grow before it is claimed anyway, and a backlog's
+   * outcomes gather before they are written (ms); default COALESCE_MS
+   */
   coalesceMs?: number;
   /** how long stop() waits for requests in flight before interrupting them (ms) */
   stopGraceMs?: number;
@@ -67,7 +70,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * few deliveries. The wait applies only while neither an organisation named
  * by a NOTIFY nor a scan is waiting: new work is claimed at once, from the
  * reserve if need be. A full pool is mostly deliveries waiting to start, so
- * no lane runs dry meanwhile.
+ * no lane runs dry meanwhile. The same wait gathers a backlog's outcomes
+ * before they are written (completions.worker.ts `gather`).
  */
 const COALESCE_MS = 10;
 export class Dispatcher {
@@ -137,6 +141,8 @@ export class Dispatcher {
       breaker: { ...this.breaker, disableAfterMs: deps.config.webhookDisableAfterMs },
       onRetryScheduled: (delayMs) => this.wakeIn(delayMs),
       onHealth: (changes, resumed) => this.healthChanged(changes, resumed),
+      // a backlog's outcomes are written a pool's part at a time, as it is claimed
+      gather: { ms: this.coalesceMs, batch: () => this.share.poolPart(), backlog: () => this.share.holdsBacklog() },
     });
   }
 

@@ -64,7 +64,9 @@ export const DEFAULT_SHARE: FairShareOptions = {
  * it (an eighth: 56 of 448), a claim would bring back little for a statement
  * that costs about the same whatever it brings back, and the dispatcher lets
  * attempts free more first (dispatcher.worker.ts, docs/webhook-fairness.md).
- * The pool's counterpart of a lane's "full until drained to half".
+ * The pool's counterpart of a lane's "full until drained to half". The same
+ * part is what a backlog's outcomes gather to before they are written
+ * (completions.worker.ts): the outcome statement costs the same way.
  */
 const CLAIM_PART_OF_POOL = 8;
 
@@ -133,7 +135,21 @@ export class FairShare {
 
   /** The pool has room for less than 1 / CLAIM_PART_OF_POOL of it: worth letting attempts free more before claiming. */
   poolNearlyFull(): boolean {
-    return this.room().pool < Math.max(1, Math.floor(this.pool / CLAIM_PART_OF_POOL));
+    return this.room().pool < this.poolPart();
+  }
+
+  /** A batch worth one statement, claimed or written: 1 / CLAIM_PART_OF_POOL of the pool (56 of 448). */
+  poolPart(): number {
+    return Math.max(1, Math.floor(this.pool / CLAIM_PART_OF_POOL));
+  }
+
+  /**
+   * The pool holds at least poolPart() deliveries: a backlog is being worked,
+   * so more attempts will end within milliseconds (their outcomes are worth
+   * gathering into one statement).
+   */
+  holdsBacklog(): boolean {
+    return this.heldTotal - this.reserveHeld >= this.poolPart();
   }
 
   /** How many more deliveries the process may hold: in the pool, and in the reserve. */
