@@ -4,6 +4,7 @@
 // enqueued through the outbox in a transaction.
 import { createHash, randomBytes } from 'node:crypto';
 import { type Transaction, sql } from 'kysely';
+import type { Histogram, Registry } from 'prom-client';
 import type { Database } from '../../src/db/database.ts';
 import type { DB } from '../../src/db/schema.ts';
 import type { Cipher } from '../../src/platform/secrets.service.ts';
@@ -204,3 +205,12 @@ export const many = (orgId: OrgId, n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(orgId, `${tag}-${i}@example.com`) }));
 /** A retry schedule long enough that no delivery dead-letters while the breaker is exercised. */
 export const SCHEDULE = Array.from({ length: 30 }, () => '100ms').join(',');
+
+/** The dispatcher's claim or outcome statements so far and the deliveries they carried (its own histogram). */
+export async function statementRows(registry: Registry, statement: 'claim' | 'outcome'): Promise<{ statements: number; rows: number }> {
+  const h = registry.getSingleMetric('trackway_webhook_statement_rows') as Histogram | undefined;
+  if (!h) return { statements: 0, rows: 0 };
+  const values = (await h.get()).values.filter((v) => v.labels.statement === statement);
+  const of = (name: string) => values.find((v) => v.metricName === name)?.value ?? 0;
+  return { statements: of('trackway_webhook_statement_rows_count'), rows: of('trackway_webhook_statement_rows_sum') };
+}

@@ -7,20 +7,10 @@
 // (10 ms by default) to grow to an eighth of the pool, while new work named by
 // a NOTIFY is still claimed at once.
 import { expect } from 'chai';
-import type { Histogram } from 'prom-client';
 import { Dispatcher } from '../../src/webhooks/dispatcher.worker.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
-
-/** Claims made so far and the deliveries they took, from the dispatcher's own histogram. */
-async function claims(srv: TestServer): Promise<{ statements: number; rows: number }> {
-  const h = srv.deps.metrics.registry.getSingleMetric('trackway_webhook_statement_rows') as Histogram | undefined;
-  if (!h) return { statements: 0, rows: 0 };
-  const values = (await h.get()).values.filter((v) => v.labels.statement === 'claim');
-  const of = (name: string) => values.find((v) => v.metricName === name)?.value ?? 0;
-  return { statements: of('trackway_webhook_statement_rows_count'), rows: of('trackway_webhook_statement_rows_sum') };
-}
+import { createIntegration, createTenant, enqueue, eventually, matchedBody, statementRows } from '../support/webhook-fixtures.ts';
 
 describe('webhooks: a backlog that fills the pool is claimed in batches', function () {
   this.timeout(60_000);
@@ -55,10 +45,10 @@ describe('webhooks: a backlog that fills the pool is claimed in batches', functi
       reserve: 16,
       perOrganisation: 448,
     });
-    const before = await claims(srv);
+    const before = await statementRows(srv.deps.metrics.registry, 'claim');
     dispatcher.start();
     await eventually(async () => (receiver.requests.length >= total ? true : undefined), 45_000, 'every delivery to arrive');
-    const after = await claims(srv);
+    const after = await statementRows(srv.deps.metrics.registry, 'claim');
 
     const statements = after.statements - before.statements;
     const rows = after.rows - before.rows;

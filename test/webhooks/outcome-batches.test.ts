@@ -8,20 +8,10 @@
 // until an eighth of the pool has ended; outside a backlog an outcome is
 // written at once.
 import { expect } from 'chai';
-import type { Histogram } from 'prom-client';
 import { Dispatcher } from '../../src/webhooks/dispatcher.worker.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { createIntegration, createTenant, enqueue, eventually, matchedBody } from '../support/webhook-fixtures.ts';
-
-/** Outcome statements written so far and the outcomes they carried, from the dispatcher's own histogram. */
-async function outcomes(srv: TestServer): Promise<{ statements: number; rows: number }> {
-  const h = srv.deps.metrics.registry.getSingleMetric('trackway_webhook_statement_rows') as Histogram | undefined;
-  if (!h) return { statements: 0, rows: 0 };
-  const values = (await h.get()).values.filter((v) => v.labels.statement === 'outcome');
-  const of = (name: string) => values.find((v) => v.metricName === name)?.value ?? 0;
-  return { statements: of('trackway_webhook_statement_rows_count'), rows: of('trackway_webhook_statement_rows_sum') };
-}
+import { createIntegration, createTenant, enqueue, eventually, matchedBody, statementRows } from '../support/webhook-fixtures.ts';
 
 /** Every delivery of the integration, with its status. */
 async function statuses(srv: TestServer, integrationId: number): Promise<Map<string, number>> {
@@ -70,10 +60,10 @@ describe('webhooks: a backlog’s outcomes are written in batches', function () 
       reserve: 16,
       perOrganisation: 448,
     });
-    const before = await outcomes(srv);
+    const before = await statementRows(srv.deps.metrics.registry, 'outcome');
     dispatcher.start();
     await eventually(async () => ((await statuses(srv, hook.id)).get('delivered') === total ? true : undefined), 45_000, 'every outcome written');
-    const after = await outcomes(srv);
+    const after = await statementRows(srv.deps.metrics.registry, 'outcome');
 
     const statements = after.statements - before.statements;
     const rows = after.rows - before.rows;
