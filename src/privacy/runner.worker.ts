@@ -39,6 +39,8 @@ export class PrivacyRunner {
   private again = false;
   private retaining: Promise<void> | undefined;
   private sweeping: Promise<void> | undefined;
+  /** the sweep asked for while one ran: it starts when that one ends */
+  private nextSweep: Promise<void> | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly unsubscribe: (() => void)[] = [];
   private readonly log: Logger;
@@ -91,9 +93,21 @@ export class PrivacyRunner {
     while (this.draining) await this.draining;
   }
 
-  /** One sweep: due requests, finished erasure notices, expired export results. */
+  /**
+   * One sweep that starts after this call: due requests, finished erasure
+   * notices, expired export results. A sweep already running may have read
+   * before what the caller changed, so a call during one is answered by the
+   * next (one at most waits behind the running one).
+   */
   sweep(): Promise<void> {
-    this.sweeping ??= (async () => {
+    if (this.sweeping) {
+      this.nextSweep ??= this.sweeping.then(() => {
+        this.nextSweep = undefined;
+        return this.stopping ? undefined : this.sweep();
+      });
+      return this.nextSweep;
+    }
+    this.sweeping = (async () => {
       try {
         this.wake();
         const redacted = await redactAllFinishedNotices(this.deps.db);
@@ -127,7 +141,7 @@ export class PrivacyRunner {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
     for (const off of this.unsubscribe) off();
-    await Promise.all([this.draining, this.retaining, this.sweeping]);
+    await Promise.all([this.draining, this.retaining, this.sweeping, this.nextSweep]);
   }
 
   private async drain(): Promise<void> {

@@ -6,6 +6,7 @@
 // identifier of the other. Its result is kept until it expires.
 import { expect } from 'chai';
 import { type Account, newAccount, newMerchant, newWebhook, unique } from '../support/accounts.ts';
+import type { OrgId } from '../../src/db/tenancy.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { newVisitor, privacyApi, tracker, type Visitor } from './helpers.ts';
 
@@ -109,5 +110,44 @@ describe('privacy: export', function () {
       .where('id', '=', done.id)
       .executeTakeFirstOrThrow();
     expect(row).to.deep.equal({ result: null, subject_enc: null });
+  });
+
+  it('answers a sweep asked for during another with one that starts after the call', async () => {
+    // an export result the running sweep is held on: its row locked by this test
+    const exportOf = async () => {
+      const { id: orgId } = (await newMerchant(srv, account)).organisation;
+      const v = newVisitor();
+      await tracker(srv, orgId).identify(v, { email: `${unique('swept')}@example.com` });
+      const done = await privacyApi(srv, account, orgId).run({ type: 'export', subject: { core_id: v.core } });
+      return { orgId, id: done.id };
+    };
+    const held = await exportOf();
+    const mine = await exportOf();
+    const expire = (r: { orgId: OrgId; id: number }) =>
+      srv.deps.db
+        .updateTable('privacy_requests')
+        .set({ result_expires_at: new Date(Date.now() - 1000) })
+        .where('org_id', '=', r.orgId)
+        .where('id', '=', r.id)
+        .execute();
+    await expire(held);
+    let asked: Promise<void> | undefined;
+    await srv.deps.db.transaction().execute(async (tx) => {
+      await tx.selectFrom('privacy_requests').select('id').where('org_id', '=', held.orgId).where('id', '=', held.id).forUpdate().execute();
+      // a sweep (the periodic one, every 100 ms here) finds `held` expired and waits on its lock;
+      // only then does `mine` expire, and a sweep is asked for
+      await new Promise((r) => setTimeout(r, 300));
+      await expire(mine);
+      asked = srv.privacy!.sweep();
+    });
+    await asked;
+    const row = await srv.deps.db
+      .selectFrom('privacy_requests')
+      .select(['result'])
+      .where('org_id', '=', mine.orgId)
+      .where('id', '=', mine.id)
+      .executeTakeFirstOrThrow();
+    // the sweep that was running when it was asked for had read the expired results before `mine` expired
+    expect(row.result, 'the export result expired before the sweep was asked for').to.equal(null);
   });
 });
