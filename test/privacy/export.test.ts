@@ -135,7 +135,8 @@ describe('privacy: export', function () {
     await srv.deps.db.transaction().execute(async (tx) => {
       await tx.selectFrom('privacy_requests').select('id').where('org_id', '=', held.orgId).where('id', '=', held.id).forUpdate().execute();
       // a sweep (the periodic one, every 100 ms here) finds `held` expired and waits on its lock;
-      // only then does `mine` expire, and a sweep is asked for
+      // only then does `mine` expire, and a sweep is asked for. The wait is fixed (its lock is taken on a
+      // Citus worker, out of this node's sight): too short a wait only lets the code before pass too
       await new Promise((r) => setTimeout(r, 300));
       await expire(mine);
       asked = srv.privacy!.sweep();

@@ -18,7 +18,7 @@ import { expect } from 'chai';
 import { Dispatcher } from '../../src/webhooks/dispatcher.worker.ts';
 import { startTestServer, type TestServer } from '../support/harness.ts';
 import { TestReceiver } from '../support/receiver.ts';
-import { createIntegration, createTenant, enqueue, eventually, matchedBody, statementRows } from '../support/webhook-fixtures.ts';
+import { createIntegration, createTenant, enqueue, eventually, many, matchedBody, statementRows } from '../support/webhook-fixtures.ts';
 
 /** How many of the integration's deliveries are delivered (their outcome written). */
 async function delivered(srv: TestServer, integrationId: number): Promise<number> {
@@ -53,8 +53,7 @@ describe('webhooks: a backlog is claimed, and its outcomes written, in batches',
     const tenant = await createTenant(db, srv.deps.tokens);
     const hook = await createIntegration(db, srv.deps.cipher, tenant.orgId, { endpoint: receiver.url });
     const total = 1280;
-    const bodies = Array.from({ length: total }, (_, i) => ({ kind: 'matched' as const, body: matchedBody(tenant.orgId, `batch-${i}@example.com`) }));
-    await enqueue(db, hook, bodies);
+    await enqueue(db, hook, many(tenant.orgId, total, 'batch'));
 
     // a pool of 256 (an eighth: 32), smaller than what the organisation and its lane may hold, so the pool is what
     // fills; a small room, and a backlog's outcomes, may wait 200 ms (10 by default), so that a slow machine still
