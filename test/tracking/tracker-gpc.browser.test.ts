@@ -145,7 +145,8 @@ describe('browser tracker under Global Privacy Control (Chromium)', function () 
     const checkout = await rec.event('checkout');
     expect(checkout.corex).to.equal(null);
     expect(rec.sent.filter((s) => s.kind === 'identify')).to.deep.equal([]);
-    expect(JSON.stringify(rec.sent)).to.not.match(/private\.person|later@|555/i);
+    // the page's personal data, not any digits: a port or a random id may hold "555" (CI failed once on that)
+    expect(JSON.stringify(rec.sent)).to.not.match(/private\.person|private person|later@|\+?1 ?555 ?0100|customer-4[23]/i);
     expect(rec.pageErrors).to.deep.equal([]);
     await screenshot(page, 'tracker-gpc-account-page');
 
