@@ -4,7 +4,7 @@
 // enqueued through the outbox in a transaction.
 import { createHash, randomBytes } from 'node:crypto';
 import { type Transaction, sql } from 'kysely';
-import type { Histogram, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { Database } from '../../src/db/database.ts';
 import type { DB } from '../../src/db/schema.ts';
 import type { Cipher } from '../../src/platform/secrets.service.ts';
@@ -14,6 +14,7 @@ import { contactMatchedPayload } from '../../src/webhooks/payloads/contact-match
 import { type TrackedEventName, eventExportedPayload } from '../../src/webhooks/payloads/event-exported.payload.ts';
 import { announceIntegrationChange } from '../../src/webhooks/targets.service.ts';
 import type { OrgId } from '../../src/db/tenancy.ts';
+import { histogramTotals } from './histograms.ts';
 
 let seq = 0;
 const unique = () => `${process.pid}-${Date.now().toString(36)}-${++seq}`;
@@ -208,9 +209,6 @@ export const SCHEDULE = Array.from({ length: 30 }, () => '100ms').join(',');
 
 /** The dispatcher's claim or outcome statements so far and the deliveries they carried (its own histogram). */
 export async function statementRows(registry: Registry, statement: 'claim' | 'outcome'): Promise<{ statements: number; rows: number }> {
-  const h = registry.getSingleMetric('trackway_webhook_statement_rows') as Histogram | undefined;
-  if (!h) return { statements: 0, rows: 0 };
-  const values = (await h.get()).values.filter((v) => v.labels.statement === statement);
-  const of = (name: string) => values.find((v) => v.metricName === name)?.value ?? 0;
-  return { statements: of('trackway_webhook_statement_rows_count'), rows: of('trackway_webhook_statement_rows_sum') };
+  const { count, sum } = await histogramTotals(registry, 'trackway_webhook_statement_rows', { statement });
+  return { statements: count, rows: sum };
 }

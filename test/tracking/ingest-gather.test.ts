@@ -5,11 +5,11 @@
 // has its own metrics registry: the batches are read off its
 // trackway_ingest_batch_size histogram, the items off the events table.
 import { expect } from 'chai';
-import type { Histogram } from 'prom-client';
 import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
 import { createIngestor, GATHER, type Ingestor } from '../../src/tracking/ingest.service.ts';
 import { type EventItem, eventItem } from '../../src/tracking/ingest.types.ts';
 import { unique, withMerchant } from '../support/accounts.ts';
+import { histogramTotals } from '../support/histograms.ts';
 
 describe('tracking: group commit gathers a batch while busy', () => {
   const shop = withMerchant();
@@ -28,15 +28,10 @@ describe('tracking: group commit gathers a batch while busy', () => {
       );
     return { ingest, metrics, item };
   }
-  /** the sizes' sum and the number of batches committed so far */
-  async function batches(metrics: Metrics): Promise<{ count: number; sum: number }> {
-    const h = metrics.registry.getSingleMetric('trackway_ingest_batch_size') as Histogram;
-    const values = (await h.get()).values;
-    const of = (name: string) => values.find((v) => v.metricName === name)?.value ?? 0;
-    return { count: of('trackway_ingest_batch_size_count'), sum: of('trackway_ingest_batch_size_sum') };
-  }
-  const storedCount = async (cores: string[]) =>
-    (await shop.srv.deps.db.selectFrom('events').select('core_id').where('org_id', '=', shop.org).where('core_id', 'in', cores).execute()).length;
+  /** the number of batches committed so far and the sum of their sizes */
+  const batches = (metrics: Metrics) => histogramTotals(metrics.registry, 'trackway_ingest_batch_size');
+  const isStored = async (core: string) =>
+    (await shop.srv.deps.db.selectFrom('events').select('core_id').where('org_id', '=', shop.org).where('core_id', '=', core).execute()).length === 1;
 
   it('gathers by default, for at most a millisecond', () => {
     expect(GATHER.items).to.be.at.least(2);
@@ -50,7 +45,7 @@ describe('tracking: group commit gathers a batch while busy', () => {
     const first = item();
     const done = ingest.submit(first);
     await new Promise((r) => setTimeout(r, 50));
-    expect(await storedCount([first.coreId])).to.equal(0);
+    expect(await isStored(first.coreId)).to.equal(false);
     await Promise.all([done, ingest.submit(item()), ingest.submit(item())]);
     // one batch of 3, not 1 then 2
     expect(await batches(metrics)).to.deep.equal({ count: 2, sum: 11 });
@@ -72,7 +67,7 @@ describe('tracking: group commit gathers a batch while busy', () => {
     const quiet = await ingestor({ items: 8, ms: 60_000 });
     const lone = quiet.item();
     await quiet.ingest.submit(lone);
-    expect(await storedCount([lone.coreId])).to.equal(1);
+    expect(await isStored(lone.coreId)).to.equal(true);
     const off = await ingestor({ items: 0, ms: 60_000 });
     await Promise.all(Array.from({ length: 8 }, () => off.ingest.submit(off.item())));
     await off.ingest.submit(off.item());
