@@ -39,6 +39,8 @@ export interface BenchOptions {
   /** requests per WAL measurement (0: none) */
   walEvents: number;
   mix: MixOptions;
+  /** the rates scenario's offered rates, as shares of the limit's closed-loop rate (ascending, 0 < s ≤ 1) */
+  rates: number[];
 }
 
 export class BenchArgsError extends Error {}
@@ -80,6 +82,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Ben
         'mixed-identify': { type: 'string' },
         'mixed-new': { type: 'string' },
         'mixed-contacts': { type: 'string' },
+        rates: { type: 'string' },
         'cpu-prof': { type: 'boolean', default: false },
         'database-url': { type: 'string' },
         'as-is': { type: 'boolean', default: false },
@@ -113,7 +116,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Ben
     if (!known.has(k)) throw new BenchArgsError(`--only: unknown scenario "${k}" (known: ${[...known].join(', ')})`);
   }
   if (stored > 0) {
-    for (const k of ['mixed', 'dispatch']) {
+    for (const k of ['mixed', 'dispatch', 'rates']) {
       if (scenarios.has(k)) throw new BenchArgsError(`--stored compares ingest and reads; "${k}" runs without it`);
     }
   }
@@ -126,6 +129,10 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Ben
     contacts: whole('mixed-contacts', values['mixed-contacts'], 1000),
   };
   if (mix.exported + mix.identify > 1) throw new BenchArgsError('--mixed-export and --mixed-identify add up to more than 100 %');
+
+  const rates = (values.rates ?? '25,50').split(',').map((r) => percent('rates', r.trim(), 0, false));
+  if (rates.some((r) => r === 0)) throw new BenchArgsError(`--rates: "${values.rates}": each rate is a share above 0 % of the limit's rate`);
+  rates.sort((a, b) => a - b);
 
   const gotMode = values['got-mode'];
   if (gotMode !== 'prepared' && gotMode !== 'plain') throw new BenchArgsError(`--got-mode: "${gotMode}" is neither prepared nor plain`);
@@ -148,5 +155,6 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Ben
     storedPerVisitor: whole('stored-per-visitor', values['stored-per-visitor'], 5),
     walEvents: whole('wal-events', values['wal-events'], quick ? 2_000 : 10_000, 0),
     mix,
+    rates,
   };
 }

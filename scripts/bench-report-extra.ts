@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MixedResult, Spread } from './bench-mixed.ts';
+import type { RatesResult } from './bench-rates.ts';
 import type { ScenarioResult } from './bench-rounds.ts';
 import type { StoredResult } from './bench-stored.ts';
 import type { WalRelation, WalShot } from './bench-wal.ts';
@@ -34,6 +35,28 @@ export function storedLines(s: StoredResult): string[] {
       `| ${e.scenario} | ${int(e.service.rps)} | ${int(t.service.rps)} | **${(t.stored_to_empty ?? 0).toFixed(2)}×** (${rounds}) | ≥ 0.90× | ` +
         `${lim(e)} → ${lim(t)} | ${ms(e.service.p99_ms)} → ${ms(t.service.p99_ms)} | ${pg(e)} → ${pg(t)} |`,
     );
+  }
+  return out;
+}
+
+export function ratesLines(r: RatesResult): string[] {
+  const pg = (n: number | null) => (n === null ? '—' : int(n));
+  const out = [
+    `rates (open loop: requests due at a fixed rate, latency from when each was due; ${r.scenario} requests, at most ${r.connections} connections): ` +
+      `shares of the limit's closed-loop ${int(r.limit_closed_loop_rps)} req/s (${r.limit_closed_loop_source}); medians of ${r.rates[0]?.rounds.length ?? 0} rounds, limit and service alternating`,
+    '',
+    '| offered req/s (share of the limit) | server | achieved req/s | p50 / **p99** / max ms | p99 per round | sender lag p99 ms | Node / PostgreSQL CPU µs/req |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const rate of r.rates) {
+    for (const name of ['limit', 'service'] as const) {
+      const s = rate[name];
+      const bad = s.non2xx || s.errors ? `, non-2xx ${int(s.non2xx)}, errors ${int(s.errors)}` : '';
+      out.push(
+        `| ${int(rate.target_rps)} (${Math.round(rate.share * 100)} %) | ${name} | ${int(s.achieved_rps)}${bad} | ${ms(s.p50_ms)} / **${ms(s.p99_ms)}** / ${ms(s.max_ms)} | ` +
+          `${rate.rounds.map((x) => ms(x[name].p99_ms)).join(', ')} | ${ms(s.lag_p99_ms)} | ${int(s.node_cpu_us_per_req)} / ${pg(s.pg_cpu_us_per_req)} |`,
+      );
+    }
   }
   return out;
 }

@@ -27,7 +27,7 @@ const CLIENTS = ['193.0.6.139', '8.8.4.4', '2001:200::1', '81.2.69.160', '139.13
 
 export const RETURNING_VISITORS = 1000;
 
-export const DEFAULT_SCENARIOS = ['view', 'updatecart', 'view-returning', 'updatecart-returning', 'identify', 'mixed', 'dispatch'];
+export const DEFAULT_SCENARIOS = ['view', 'updatecart', 'view-returning', 'updatecart-returning', 'identify', 'rates', 'mixed', 'dispatch'];
 /** what `--stored N` measures unless --only says otherwise */
 export const STORED_SCENARIOS = ['view', 'view-returning'];
 /** accepted in --only besides the keys: `ingest` is the former name of updatecart */

@@ -15,6 +15,8 @@
 // After each ingest scenario, WAL bytes per request (service and limit).
 // Before each scenario but the first, the database is settled (VACUUM
 // (ANALYZE), CHECKPOINT: settleDatabase), so none pays for the last one's writes.
+// `rates`: page views sent open loop at fixed shares of the limit's rate, the
+// limit and the service in turn: p99 at a given load (scripts/bench-rates.ts).
 // `mixed`: a shop's traffic with exported events and identifies, unthrottled
 // and at a share of its own maximum, with commit → arrival of the exports
 // (scripts/bench-mixed.ts). `--stored N`: a second service on a database
@@ -24,7 +26,7 @@
 // Options:
 //   --quick                   3 rounds of 3 s, smaller dispatch backlog
 //   --only a,b                scenarios: view, updatecart (or ingest), view-returning,
-//                             updatecart-returning, identify, mixed, read, dispatch
+//                             updatecart-returning, identify, rates, mixed, read, dispatch
 //   --rounds N  --duration S  --connections N   (defaults 5 / 10 s / 64)
 //   --database-url URL        run on that PostgreSQL (also DATABASE_URL): a scratch
 //                             database is created there and dropped afterwards
@@ -47,6 +49,8 @@
 //   --mixed-identify P        % that identify a new visitor (default 5)
 //   --mixed-new P             % of the anonymous page views by a new visitor (default 50; the rest: 1,000 known ones)
 //   --mixed-contacts N        visitors identified beforehand whose views are exported (default 1,000)
+//   --rates P,Q               the rates scenario's open-loop rates, % of the limit's closed-loop
+//                             rate on page views with a new visitor (default 25,50)
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -67,9 +71,10 @@ import {
   withDatabase,
 } from './bench-database.ts';
 import { type MixedResult, benchMixed } from './bench-mixed.ts';
+import { type RatesResult, benchRates } from './bench-rates.ts';
 import { RssPeak, notPostgres, processTree, treeRss } from './bench-proc.ts';
 import { dispatchLines, perRoundLines, resultsTable, rssLine } from './bench-report.ts';
-import { mixedLines, profilesNote, storedLines, walLines } from './bench-report-extra.ts';
+import { mixedLines, profilesNote, ratesLines, storedLines, walLines } from './bench-report-extra.ts';
 import { type RoundsConfig, type ScenarioResult, type ServiceWindow, compare, shoot } from './bench-rounds.ts';
 import { buildScenarios } from './bench-scenarios.ts';
 import {
@@ -265,6 +270,20 @@ async function main(): Promise<string> {
     }
   }
 
+  let rates: RatesResult | undefined;
+  if (ONLY.has('rates')) {
+    await settle();
+    serviceRss.scenario = 'rates';
+    rates = await benchRates({
+      servers: { limit, service },
+      scenario: scenarios.get('view')!,
+      shares: opts.rates,
+      limitRps: results.find((r) => r.scenario === 'view')?.limit?.rps,
+      cfg,
+      serviceRss,
+    });
+  }
+
   let mixed: MixedResult | undefined;
   if (ONLY.has('mixed')) {
     const domain = 'mixed-shop.example';
@@ -355,6 +374,7 @@ async function main(): Promise<string> {
       tracking_rate_limit: serviceEnv.TRACKING_RATE_LIMIT,
     },
     results,
+    rates,
     stored: stored ? { facts: stored.facts } : undefined,
     mixed: mixed ? { ...mixed, max: undefined } : undefined,
     wal: walShots,
@@ -388,6 +408,7 @@ async function main(): Promise<string> {
     ...perRoundLines(results).map((l) => '  ' + l),
     '',
     ...(stored ? [...storedLines(stored), ''] : []),
+    ...(rates ? [...ratesLines(rates), ''] : []),
     ...(mixed ? [...mixedLines(mixed), ''] : []),
     ...(walShots.length ? [...walLines(walShots), ''] : []),
     ...(dispatch ? dispatchLines(dispatch) : []),

@@ -13,7 +13,13 @@ describe('bench options', () => {
     expect([...o.scenarios]).to.deep.equal(DEFAULT_SCENARIOS);
     expect(o.scenarios.has('mixed')).to.equal(true);
     expect(o.mix).to.deep.equal({ load: 0.5, exported: 0.1, identify: 0.05, fresh: 0.5, contacts: 1000 });
+    expect(o.rates).to.deep.equal([0.25, 0.5]);
     expect(o.databaseUrl).to.equal(undefined);
+  });
+
+  it('reads the rates scenario’s shares as percentages, in ascending order', () => {
+    expect(parseBenchArgs(['--rates', '60, 10%,100']).rates).to.deep.equal([0.1, 0.6, 1]);
+    expect([...parseBenchArgs(['--only', 'rates']).scenarios]).to.deep.equal(['rates']);
   });
 
   it('--quick shortens the rounds and the WAL shots', () => {
@@ -67,6 +73,10 @@ describe('bench options', () => {
     [['--only', 'view,bogus'], /unknown scenario "bogus"/],
     [['--stored', '1000', '--only', 'mixed'], /"mixed" runs without it/],
     [['--stored', '1000', '--only', 'view,dispatch'], /"dispatch" runs without it/],
+    [['--stored', '1000', '--only', 'rates'], /"rates" runs without it/],
+    [['--rates', '0'], /--rates: "0": each rate is a share above 0 %/],
+    [['--rates', '25,150'], /--rates: "150" is not a percentage/],
+    [['--rates', '25,,50'], /--rates/],
     [['--stored', '1000', '--as-is', '--database-url', 'postgres://x@127.0.0.1/db'], /not with --as-is/],
     [['--as-is'], /--as-is needs --database-url/],
     [['--preload', '1000'], /replaced by --stored/],

@@ -2,7 +2,8 @@
 // (scripts/bench-report-extra.ts): the figures land in the right cells.
 import { expect } from 'chai';
 import type { MixedResult } from '../../scripts/bench-mixed.ts';
-import { mixedLines, storedLines, walLines } from '../../scripts/bench-report-extra.ts';
+import { mixedLines, ratesLines, storedLines, walLines } from '../../scripts/bench-report-extra.ts';
+import type { RatesResult } from '../../scripts/bench-rates.ts';
 import type { ScenarioResult, ServerSummary } from '../../scripts/bench-rounds.ts';
 import type { WalShot } from '../../scripts/bench-wal.ts';
 
@@ -121,5 +122,49 @@ describe('bench report lines', () => {
     expect(lines).to.include('| limit, same rate | 2,000 | 2,000 | 2 / 6 | 1 | — |');
     expect(lines.join('\n')).to.contain('1,999 of 2,000 acknowledged arrived').and.contain('**40 / 200**, max 201');
     expect(lines.join('\n')).to.contain('upper bound, from occurred_at').and.contain('45 / 210');
+  });
+
+  it('puts the service beside the limit at each open-loop rate, with the p99 of every round', () => {
+    const shot = (p99: number, pg: number | null) => ({
+      target_rps: 2500,
+      achieved_rps: 2490,
+      sent: 25_000,
+      completed: 25_000,
+      non2xx: 0,
+      errors: 0,
+      seconds: 10,
+      p50_ms: 2,
+      p99_ms: p99,
+      max_ms: p99 * 2,
+      lag_p99_ms: 0.4,
+      node_cpu_us_per_req: 150,
+      pg_cpu_us_per_req: pg,
+    });
+    const summary = (p99: number, pg: number | null) => {
+      const { target_rps: _t, sent: _s, completed: _c, seconds: _x, ...rest } = shot(p99, pg);
+      return rest;
+    };
+    const r: RatesResult = {
+      scenario: 'view',
+      limit_closed_loop_rps: 10_000,
+      limit_closed_loop_source: 'the view scenario’s limit median in this run',
+      connections: 64,
+      rates: [
+        {
+          share: 0.25,
+          target_rps: 2500,
+          limit: summary(4, 30),
+          service: { ...summary(12.5, null), errors: 3 },
+          rounds: [
+            { limit: shot(4, 30), service: shot(12.5, null) },
+            { limit: shot(5, 31), service: shot(14, null) },
+          ],
+        },
+      ],
+    };
+    const lines = ratesLines(r);
+    expect(lines[0]).to.contain('open loop').and.contain('closed-loop 10,000 req/s').and.contain('medians of 2 rounds');
+    expect(lines).to.include('| 2,500 (25 %) | limit | 2,490 | 2 / **4** / 8 | 4, 5 | 0.4 | 150 / 30 |');
+    expect(lines).to.include('| 2,500 (25 %) | service | 2,490, non-2xx 0, errors 3 | 2 / **12.5** / 25 | 12.5, 14 | 0.4 | 150 / — |');
   });
 });

@@ -1,0 +1,151 @@
+// The rates scenario of `npm run bench`: page views with a new visitor each
+// (the view scenario's requests) sent OPEN LOOP at fixed rates
+// (scripts/bench-paced.ts), to the durable limit and to the service in turn at
+// each rate, rounds alternating. It says what latency a shop's visitors see at
+// a given load. A closed loop of 64 connections cannot: its mean latency is 64
+// divided by its own rate (Little's law), so its p99 follows the machine's
+// speed (BENCHMARKS.md, eleventh stop: "p99 at 64 connections is the rate in
+// disguise").
+//
+// The rates are shares of the durable limit's closed-loop rate on the same
+// requests in this run: the view scenario's median when it ran, else a shot
+// measured here. A slow and a fast machine are so loaded alike for what each
+// can do, and both servers get the same offered rate, so the limit's p99 at
+// that rate is the reference for the service's. Latency counts from when a
+// request was due (no coordinated omission); the sender's own lag is reported
+// beside it.
+import { type RssPeak, notPostgres, treeCpuUs } from './bench-proc.ts';
+import { type PacedShot, paced } from './bench-paced.ts';
+import { type RoundsConfig, type Scenario, median, monotonicUs, shoot } from './bench-rounds.ts';
+import type { Server } from './bench-servers.ts';
+
+/** One server at one rate in one round: the paced shot and the CPU its processes and PostgreSQL spent on it. */
+export interface RatedShot extends PacedShot {
+  node_cpu_us_per_req: number;
+  pg_cpu_us_per_req: number | null;
+}
+
+export interface RateResult {
+  /** the share of the limit's closed-loop rate */
+  share: number;
+  target_rps: number;
+  /** medians over the rounds */
+  limit: RateSummary;
+  service: RateSummary;
+  rounds: { limit: RatedShot; service: RatedShot }[];
+}
+
+export interface RateSummary {
+  achieved_rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  lag_p99_ms: number;
+  node_cpu_us_per_req: number;
+  pg_cpu_us_per_req: number | null;
+  non2xx: number;
+  errors: number;
+}
+
+export interface RatesResult {
+  scenario: string;
+  /** the limit's closed-loop req/s the shares are of, and where it came from */
+  limit_closed_loop_rps: number;
+  limit_closed_loop_source: string;
+  connections: number;
+  rates: RateResult[];
+}
+
+export interface RatesInput {
+  servers: { limit: Server; service: Server };
+  scenario: Scenario;
+  /** shares of the limit's closed-loop rate, ascending (0 < s ≤ 1) */
+  shares: number[];
+  /** the limit's closed-loop median req/s on the same requests, when the run measured it already */
+  limitRps?: number;
+  cfg: RoundsConfig;
+  serviceRss: RssPeak;
+}
+
+async function rated(server: Server, scenario: Scenario, rate: number, cfg: RoundsConfig): Promise<RatedShot> {
+  const tree = server.name === 'service' ? notPostgres : {};
+  const pg0 = cfg.postmasterPid !== undefined ? treeCpuUs(cfg.postmasterPid) : undefined;
+  const node0 = treeCpuUs(server.pid, tree);
+  const { acked: _acked, ...shot } = await paced(server.base, scenario.make, { rate, seconds: cfg.duration, connections: cfg.connections });
+  const per = (us: number) => Math.round(us / Math.max(1, shot.completed));
+  return {
+    ...shot,
+    node_cpu_us_per_req: per(treeCpuUs(server.pid, tree) - node0),
+    pg_cpu_us_per_req: pg0 === undefined ? null : per(treeCpuUs(cfg.postmasterPid!) - pg0),
+  };
+}
+
+function summarise(shots: RatedShot[]): RateSummary {
+  const m = (f: (s: RatedShot) => number) => median(shots.map(f));
+  const pg = shots.every((s) => s.pg_cpu_us_per_req !== null);
+  return {
+    achieved_rps: Math.round(m((s) => s.achieved_rps)),
+    p50_ms: m((s) => s.p50_ms),
+    p99_ms: m((s) => s.p99_ms),
+    max_ms: m((s) => s.max_ms),
+    lag_p99_ms: m((s) => s.lag_p99_ms),
+    node_cpu_us_per_req: Math.round(m((s) => s.node_cpu_us_per_req)),
+    pg_cpu_us_per_req: pg ? Math.round(m((s) => s.pg_cpu_us_per_req!)) : null,
+    non2xx: shots.reduce((n, s) => n + s.non2xx, 0),
+    errors: shots.reduce((n, s) => n + s.errors, 0),
+  };
+}
+
+const line = (name: string, s: RatedShot) =>
+  `${name} ${s.achieved_rps} req/s, p50 ${s.p50_ms} / p99 ${s.p99_ms} / max ${s.max_ms} ms (sender lag p99 ${s.lag_p99_ms} ms), ` +
+  `Node ${s.node_cpu_us_per_req}${s.pg_cpu_us_per_req === null ? '' : ` / PG ${s.pg_cpu_us_per_req}`} µs/req` +
+  (s.non2xx || s.errors ? `, non-2xx ${s.non2xx}, errors ${s.errors}` : '');
+
+export async function benchRates(input: RatesInput): Promise<RatesResult> {
+  const { servers, scenario, cfg } = input;
+  const { log } = cfg;
+  log(
+    `\n== rates: ${scenario.title}, open loop at ${input.shares.map((s) => `${Math.round(s * 100)} %`).join(', ')} of the limit's closed-loop rate`,
+  );
+  let limitRps = input.limitRps;
+  let source = `the ${scenario.key} scenario's limit median in this run`;
+  if (limitRps === undefined) {
+    // not measured in this run: one closed-loop shot of the limit (after a warm-up) gives it
+    await shoot(servers.limit, scenario.make, cfg.warmup.references, cfg);
+    limitRps = (await shoot(servers.limit, scenario.make, cfg.duration, cfg)).rps;
+    source = `one closed-loop shot of the limit at ${cfg.connections} connections, measured here`;
+  }
+  log(`   the limit's closed-loop rate: ${Math.round(limitRps)} req/s (${source})`);
+  const targets = input.shares.map((share) => ({ share, rate: Math.max(1, Math.round(limitRps * share)) }));
+  // warm-up: both servers at the lowest rate for a moment (connections open, code optimised)
+  const low = targets[0]!.rate;
+  for (const server of [servers.limit, servers.service]) {
+    await paced(server.base, scenario.make, { rate: low, seconds: cfg.warmup.references, connections: cfg.connections });
+  }
+  const rounds = targets.map(() => [] as { limit: RatedShot; service: RatedShot }[]);
+  for (let i = 1; i <= cfg.rounds; i++) {
+    for (const [k, t] of targets.entries()) {
+      const limit = await rated(servers.limit, scenario, t.rate, cfg);
+      input.serviceRss.start();
+      const start = monotonicUs();
+      const service = await rated(servers.service, scenario, t.rate, cfg);
+      cfg.serviceWindows.push({ scenario: `rates-${Math.round(t.share * 100)}`, round: i, start_us: start, end_us: monotonicUs() });
+      input.serviceRss.stop();
+      rounds[k]!.push({ limit, service });
+      log(`   round ${i} at ${t.rate} req/s (${Math.round(t.share * 100)} %): ${line('limit', limit)}\n            ${line('service', service)}`);
+    }
+  }
+  return {
+    scenario: scenario.key,
+    limit_closed_loop_rps: Math.round(limitRps),
+    limit_closed_loop_source: source,
+    connections: cfg.connections,
+    rates: targets.map((t, k) => ({
+      share: t.share,
+      target_rps: t.rate,
+      limit: summarise(rounds[k]!.map((r) => r.limit)),
+      service: summarise(rounds[k]!.map((r) => r.service)),
+      rounds: rounds[k]!,
+    })),
+  };
+}
