@@ -130,7 +130,7 @@ export function parseBenchArgs(argv: string[], env: NodeJS.ProcessEnv = {}): Ben
   };
   if (mix.exported + mix.identify > 1) throw new BenchArgsError('--mixed-export and --mixed-identify add up to more than 100 %');
 
-  const rates = (values.rates ?? '25,50').split(',').map((r) => percent('rates', r.trim(), 0, false));
+  const rates = (values.rates ?? '10,25').split(',').map((r) => percent('rates', r.trim(), 0, false));
   if (rates.some((r) => r === 0)) throw new BenchArgsError(`--rates: "${values.rates}": each rate is a share above 0 % of the limit's rate`);
   rates.sort((a, b) => a - b);
 

@@ -14,6 +14,7 @@
 // that rate is the reference for the service's. Latency counts from when a
 // request was due (no coordinated omission); the sender's own lag is reported
 // beside it.
+import { bucketQuantile, histogramDelta, readHistogram } from './bench-histogram.ts';
 import { type RssPeak, notPostgres, treeCpuUs } from './bench-proc.ts';
 import { type PacedShot, paced } from './bench-paced.ts';
 import { type RoundsConfig, type Scenario, median, monotonicUs, shoot } from './bench-rounds.ts';
@@ -23,6 +24,39 @@ import type { Server } from './bench-servers.ts';
 export interface RatedShot extends PacedShot {
   node_cpu_us_per_req: number;
   pg_cpu_us_per_req: number | null;
+  /** the service only: its ingest batches over the shot, from its /metrics (trackway_ingest_batch_size, trackway_ingest_commit_seconds) */
+  batches?: BatchFacts;
+}
+
+/** The service's ingest batches during a shot: how many items each carried, and how long each took to write and commit. */
+export interface BatchFacts {
+  count: number;
+  items_per_batch: number;
+  commit_mean_ms: number;
+  /** the upper bound of the histogram bucket holding the median (and the 99th percentile) commit: "at most"; null beyond the last bucket (1 s) or with no batch */
+  commit_p50_at_most_ms: number | null;
+  commit_p99_at_most_ms: number | null;
+}
+
+const BATCH_SIZE = 'trackway_ingest_batch_size';
+const COMMIT_SECONDS = 'trackway_ingest_commit_seconds';
+
+async function metricsText(server: Server): Promise<string> {
+  return (await fetch(`${server.base}/metrics`)).text();
+}
+
+function batchFacts(before: string, after: string): BatchFacts {
+  const size = histogramDelta(readHistogram(before, BATCH_SIZE), readHistogram(after, BATCH_SIZE));
+  const commit = histogramDelta(readHistogram(before, COMMIT_SECONDS), readHistogram(after, COMMIT_SECONDS));
+  // null: beyond the last finite bucket (1 s), or nothing observed (count 0)
+  const ms = (s: number | null) => (s === null || s === Infinity ? null : Number((s * 1000).toFixed(1)));
+  return {
+    count: commit.count,
+    items_per_batch: size.count > 0 ? Number((size.sum / size.count).toFixed(1)) : 0,
+    commit_mean_ms: commit.count > 0 ? Number(((commit.sum / commit.count) * 1000).toFixed(2)) : 0,
+    commit_p50_at_most_ms: ms(bucketQuantile(commit, 0.5)),
+    commit_p99_at_most_ms: ms(bucketQuantile(commit, 0.99)),
+  };
 }
 
 export interface RateResult {
@@ -36,6 +70,8 @@ export interface RateResult {
 }
 
 export interface RateSummary {
+  /** the service only: medians of its shots' batch facts */
+  batches?: BatchFacts;
   achieved_rps: number;
   p50_ms: number;
   p99_ms: number;
@@ -68,22 +104,41 @@ export interface RatesInput {
 }
 
 async function rated(server: Server, scenario: Scenario, rate: number, cfg: RoundsConfig): Promise<RatedShot> {
-  const tree = server.name === 'service' ? notPostgres : {};
+  const service = server.name === 'service';
+  const tree = service ? notPostgres : {};
+  const metrics0 = service ? await metricsText(server) : undefined;
   const pg0 = cfg.postmasterPid !== undefined ? treeCpuUs(cfg.postmasterPid) : undefined;
   const node0 = treeCpuUs(server.pid, tree);
   const { acked: _acked, ...shot } = await paced(server.base, scenario.make, { rate, seconds: cfg.duration, connections: cfg.connections });
   const per = (us: number) => Math.round(us / Math.max(1, shot.completed));
-  return {
-    ...shot,
+  const cpu = {
     node_cpu_us_per_req: per(treeCpuUs(server.pid, tree) - node0),
     pg_cpu_us_per_req: pg0 === undefined ? null : per(treeCpuUs(cfg.postmasterPid!) - pg0),
   };
+  return { ...shot, ...cpu, ...(metrics0 !== undefined ? { batches: batchFacts(metrics0, await metricsText(server)) } : {}) };
 }
 
 function summarise(shots: RatedShot[]): RateSummary {
   const m = (f: (s: RatedShot) => number) => median(shots.map(f));
   const pg = shots.every((s) => s.pg_cpu_us_per_req !== null);
+  const b = shots.every((s) => s.batches) ? shots.map((s) => s.batches!) : undefined;
+  // a bucket bound ("at most") of Infinity or null sorts last / is left out
+  const bound = (f: (x: BatchFacts) => number | null) => {
+    const xs = b!.map(f).filter((x): x is number => x !== null);
+    return xs.length ? median(xs) : null;
+  };
   return {
+    ...(b
+      ? {
+          batches: {
+            count: Math.round(median(b.map((x) => x.count))),
+            items_per_batch: median(b.map((x) => x.items_per_batch)),
+            commit_mean_ms: median(b.map((x) => x.commit_mean_ms)),
+            commit_p50_at_most_ms: bound((x) => x.commit_p50_at_most_ms),
+            commit_p99_at_most_ms: bound((x) => x.commit_p99_at_most_ms),
+          },
+        }
+      : {}),
     achieved_rps: Math.round(m((s) => s.achieved_rps)),
     p50_ms: m((s) => s.p50_ms),
     p99_ms: m((s) => s.p99_ms),
@@ -99,6 +154,10 @@ function summarise(shots: RatedShot[]): RateSummary {
 const line = (name: string, s: RatedShot) =>
   `${name} ${s.achieved_rps} req/s, p50 ${s.p50_ms} / p99 ${s.p99_ms} / max ${s.max_ms} ms (sender lag p99 ${s.lag_p99_ms} ms), ` +
   `Node ${s.node_cpu_us_per_req}${s.pg_cpu_us_per_req === null ? '' : ` / PG ${s.pg_cpu_us_per_req}`} µs/req` +
+  (s.batches
+    ? `; ${s.batches.count} batches of ${s.batches.items_per_batch} items, commit mean ${s.batches.commit_mean_ms} ms, ` +
+      `p50 ≤ ${s.batches.commit_p50_at_most_ms} / p99 ≤ ${s.batches.commit_p99_at_most_ms} ms`
+    : '') +
   (s.non2xx || s.errors ? `, non-2xx ${s.non2xx}, errors ${s.errors}` : '');
 
 export async function benchRates(input: RatesInput): Promise<RatesResult> {

@@ -45,16 +45,18 @@ export function ratesLines(r: RatesResult): string[] {
     `rates (open loop: requests due at a fixed rate, latency from when each was due; ${r.scenario} requests, at most ${r.connections} connections): ` +
       `shares of the limit's closed-loop ${int(r.limit_closed_loop_rps)} req/s (${r.limit_closed_loop_source}); medians of ${r.rates[0]?.rounds.length ?? 0} rounds, limit and service alternating`,
     '',
-    '| offered req/s (share of the limit) | server | achieved req/s | p50 / **p99** / max ms | p99 per round | sender lag p99 ms | Node / PostgreSQL CPU µs/req |',
-    '|---|---|---|---|---|---|---|',
+    "| offered req/s (share of the limit) | server | achieved req/s | p50 / **p99** / max ms | p99 per round | sender lag p99 ms | Node / PostgreSQL CPU µs/req | the service's batches: items, commit mean / p50 / p99 ms (bucket bounds) |",
+    '|---|---|---|---|---|---|---|---|',
   ];
+  const bound = (n: number | null) => (n === null ? '—' : `≤ ${ms(n)}`);
   for (const rate of r.rates) {
     for (const name of ['limit', 'service'] as const) {
       const s = rate[name];
       const bad = s.non2xx || s.errors ? `, non-2xx ${int(s.non2xx)}, errors ${int(s.errors)}` : '';
       out.push(
         `| ${int(rate.target_rps)} (${Math.round(rate.share * 100)} %) | ${name} | ${int(s.achieved_rps)}${bad} | ${ms(s.p50_ms)} / **${ms(s.p99_ms)}** / ${ms(s.max_ms)} | ` +
-          `${rate.rounds.map((x) => ms(x[name].p99_ms)).join(', ')} | ${ms(s.lag_p99_ms)} | ${int(s.node_cpu_us_per_req)} / ${pg(s.pg_cpu_us_per_req)} |`,
+          `${rate.rounds.map((x) => ms(x[name].p99_ms)).join(', ')} | ${ms(s.lag_p99_ms)} | ${int(s.node_cpu_us_per_req)} / ${pg(s.pg_cpu_us_per_req)} | ` +
+          `${s.batches ? `${s.batches.items_per_batch}, ${ms(s.batches.commit_mean_ms)} / ${bound(s.batches.commit_p50_at_most_ms)} / ${bound(s.batches.commit_p99_at_most_ms)}` : '—'} |`,
       );
     }
   }

@@ -50,7 +50,7 @@
 //   --mixed-new P             % of the anonymous page views by a new visitor (default 50; the rest: 1,000 known ones)
 //   --mixed-contacts N        visitors identified beforehand whose views are exported (default 1,000)
 //   --rates P,Q               the rates scenario's open-loop rates, % of the limit's closed-loop
-//                             rate on page views with a new visitor (default 25,50)
+//                             rate on page views with a new visitor (default 10,25)
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -13,7 +13,7 @@ describe('bench options', () => {
     expect([...o.scenarios]).to.deep.equal(DEFAULT_SCENARIOS);
     expect(o.scenarios.has('mixed')).to.equal(true);
     expect(o.mix).to.deep.equal({ load: 0.5, exported: 0.1, identify: 0.05, fresh: 0.5, contacts: 1000 });
-    expect(o.rates).to.deep.equal([0.25, 0.5]);
+    expect(o.rates).to.deep.equal([0.1, 0.25]);
     expect(o.databaseUrl).to.equal(undefined);
   });
 

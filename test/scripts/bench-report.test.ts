@@ -154,7 +154,11 @@ describe('bench report lines', () => {
           share: 0.25,
           target_rps: 2500,
           limit: summary(4, 30),
-          service: { ...summary(12.5, null), errors: 3 },
+          service: {
+            ...summary(12.5, null),
+            errors: 3,
+            batches: { count: 9000, items_per_batch: 2.8, commit_mean_ms: 3.12, commit_p50_at_most_ms: 2.5, commit_p99_at_most_ms: null },
+          },
           rounds: [
             { limit: shot(4, 30), service: shot(12.5, null) },
             { limit: shot(5, 31), service: shot(14, null) },
@@ -164,7 +168,9 @@ describe('bench report lines', () => {
     };
     const lines = ratesLines(r);
     expect(lines[0]).to.contain('open loop').and.contain('closed-loop 10,000 req/s').and.contain('medians of 2 rounds');
-    expect(lines).to.include('| 2,500 (25 %) | limit | 2,490 | 2 / **4** / 8 | 4, 5 | 0.4 | 150 / 30 |');
-    expect(lines).to.include('| 2,500 (25 %) | service | 2,490, non-2xx 0, errors 3 | 2 / **12.5** / 25 | 12.5, 14 | 0.4 | 150 / — |');
+    expect(lines).to.include('| 2,500 (25 %) | limit | 2,490 | 2 / **4** / 8 | 4, 5 | 0.4 | 150 / 30 | — |');
+    expect(lines).to.include(
+      '| 2,500 (25 %) | service | 2,490, non-2xx 0, errors 3 | 2 / **12.5** / 25 | 12.5, 14 | 0.4 | 150 / — | 2.8, 3.1 / ≤ 2.5 / — |',
+    );
   });
 });
