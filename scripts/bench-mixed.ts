@@ -25,8 +25,7 @@ import readline from 'node:readline';
 import pg from 'pg';
 import type { MixOptions } from './bench-args.ts';
 import { mixedRequests } from './bench-mix.ts';
-import { type PacedShot, paced, percentile } from './bench-paced.ts';
-import { notPostgres, treeCpuUs } from './bench-proc.ts';
+import { type PacedShot, paced, pacedMeasured, percentile } from './bench-paced.ts';
 import {
   type RoundsConfig,
   type ScenarioResult,
@@ -201,14 +200,7 @@ export async function benchMixed(input: MixedInput): Promise<MixedResult> {
       reqs.setPhase(`L${i}`);
       const limitRated = await paced(servers.limit.base, reqs.make, paceOpts);
       reqs.setPhase(`S${i}`);
-      const cpu0 = { node: treeCpuUs(servers.service.pid, notPostgres), pg: cfg.postmasterPid ? treeCpuUs(cfg.postmasterPid) : undefined };
-      cfg.serviceRss.start();
-      const rStart = monotonicUs();
-      const serviceRated = await paced(servers.service.base, reqs.make, paceOpts);
-      cfg.serviceWindows.push({ scenario: 'mixed-rated', round: i, start_us: rStart, end_us: monotonicUs() });
-      cfg.serviceRss.stop();
-      const nodeUs = treeCpuUs(servers.service.pid, notPostgres) - cpu0.node;
-      const pgUs = cpu0.pg !== undefined ? treeCpuUs(cfg.postmasterPid!) - cpu0.pg : undefined;
+      const serviceRated = await pacedMeasured(servers.service, reqs.make, paceOpts, cfg, { scenario: 'mixed-rated', round: i });
 
       // every exported event acknowledged in this phase, paired with its arrival
       await drain();
@@ -238,11 +230,10 @@ export async function benchMixed(input: MixedInput): Promise<MixedResult> {
       all.arrived += pairs.length;
       const { acked: _a, ...limitShot } = limitRated;
       const { acked: _s, ...serviceShot } = serviceRated;
-      const per = (us: number) => Math.round(us / Math.max(1, serviceRated.completed));
       const round: MixedRound = {
         target_rps: rate,
         limit: limitShot,
-        service: { ...serviceShot, node_cpu_us_per_req: per(nodeUs), pg_cpu_us_per_req: pgUs === undefined ? null : per(pgUs) },
+        service: serviceShot,
         exported_acked: serviceRated.acked.size,
         exported_arrived: pairs.length,
         commit_to_arrival: commitLat ? spread(commitLat) : null,

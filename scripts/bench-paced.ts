@@ -11,7 +11,8 @@
 // socket or behind a late timer counts against the server, not hidden
 // (no coordinated omission). `lag` says how late the sender itself was.
 import http from 'node:http';
-import type { RequestFactory } from './bench-rounds.ts';
+import { notPostgres, treeCpuUs } from './bench-proc.ts';
+import { type RequestFactory, type RoundsConfig, monotonicUs } from './bench-rounds.ts';
 
 export interface PacedShot {
   target_rps: number;
@@ -130,5 +131,43 @@ export async function paced(
     max_ms: round1(latencies.at(-1) ?? 0),
     lag_p99_ms: round1(percentile(lags, 99)),
     acked,
+  };
+}
+
+/** A paced run with the CPU the server's own processes and PostgreSQL spent on it, µs per completed request. */
+export interface MeasuredPacedRun extends PacedRun {
+  node_cpu_us_per_req: number;
+  pg_cpu_us_per_req: number | null;
+}
+
+/**
+ * One paced run against `server`, with its CPU counted (/proc deltas, as
+ * bench-rounds.ts `shoot` counts a closed-loop round). For the service, its
+ * RSS is sampled over the run and the run's window recorded under `window`
+ * (for scripts/profile-summary.ts --bench).
+ */
+export async function pacedMeasured(
+  server: { name: string; base: string; pid: number },
+  make: RequestFactory,
+  opts: { rate: number; seconds: number; connections: number },
+  cfg: RoundsConfig,
+  window: { scenario: string; round: number },
+): Promise<MeasuredPacedRun> {
+  const service = server.name === 'service';
+  const tree = service ? notPostgres : {};
+  const node0 = treeCpuUs(server.pid, tree);
+  const pg0 = cfg.postmasterPid !== undefined ? treeCpuUs(cfg.postmasterPid) : undefined;
+  if (service) cfg.serviceRss.start();
+  const start = monotonicUs();
+  const run = await paced(server.base, make, opts);
+  if (service) {
+    cfg.serviceWindows.push({ ...window, start_us: start, end_us: monotonicUs() });
+    cfg.serviceRss.stop();
+  }
+  const per = (us: number) => Math.round(us / Math.max(1, run.completed));
+  return {
+    ...run,
+    node_cpu_us_per_req: per(treeCpuUs(server.pid, tree) - node0),
+    pg_cpu_us_per_req: pg0 === undefined ? null : per(treeCpuUs(cfg.postmasterPid!) - pg0),
   };
 }

@@ -15,9 +15,8 @@
 // request was due (no coordinated omission); the sender's own lag is reported
 // beside it.
 import { bucketQuantile, histogramDelta, readHistogram } from './bench-histogram.ts';
-import { type RssPeak, notPostgres, treeCpuUs } from './bench-proc.ts';
-import { type PacedShot, paced } from './bench-paced.ts';
-import { type RoundsConfig, type Scenario, median, monotonicUs, shoot } from './bench-rounds.ts';
+import { type PacedShot, paced, pacedMeasured } from './bench-paced.ts';
+import { type RoundsConfig, type Scenario, median, shoot } from './bench-rounds.ts';
 import type { Server } from './bench-servers.ts';
 
 /** One server at one rate in one round: the paced shot and the CPU its processes and PostgreSQL spent on it. */
@@ -100,22 +99,24 @@ export interface RatesInput {
   /** the limit's closed-loop median req/s on the same requests, when the run measured it already */
   limitRps?: number;
   cfg: RoundsConfig;
-  serviceRss: RssPeak;
 }
 
-async function rated(server: Server, scenario: Scenario, rate: number, cfg: RoundsConfig): Promise<RatedShot> {
-  const service = server.name === 'service';
-  const tree = service ? notPostgres : {};
-  const metrics0 = service ? await metricsText(server) : undefined;
-  const pg0 = cfg.postmasterPid !== undefined ? treeCpuUs(cfg.postmasterPid) : undefined;
-  const node0 = treeCpuUs(server.pid, tree);
-  const { acked: _acked, ...shot } = await paced(server.base, scenario.make, { rate, seconds: cfg.duration, connections: cfg.connections });
-  const per = (us: number) => Math.round(us / Math.max(1, shot.completed));
-  const cpu = {
-    node_cpu_us_per_req: per(treeCpuUs(server.pid, tree) - node0),
-    pg_cpu_us_per_req: pg0 === undefined ? null : per(treeCpuUs(cfg.postmasterPid!) - pg0),
-  };
-  return { ...shot, ...cpu, ...(metrics0 !== undefined ? { batches: batchFacts(metrics0, await metricsText(server)) } : {}) };
+async function rated(
+  server: Server,
+  scenario: Scenario,
+  rate: number,
+  cfg: RoundsConfig,
+  window: { scenario: string; round: number },
+): Promise<RatedShot> {
+  const metrics0 = server.name === 'service' ? await metricsText(server) : undefined;
+  const { acked: _acked, ...shot } = await pacedMeasured(
+    server,
+    scenario.make,
+    { rate, seconds: cfg.duration, connections: cfg.connections },
+    cfg,
+    window,
+  );
+  return { ...shot, ...(metrics0 !== undefined ? { batches: batchFacts(metrics0, await metricsText(server)) } : {}) };
 }
 
 function summarise(shots: RatedShot[]): RateSummary {
@@ -184,12 +185,9 @@ export async function benchRates(input: RatesInput): Promise<RatesResult> {
   const rounds = targets.map(() => [] as { limit: RatedShot; service: RatedShot }[]);
   for (let i = 1; i <= cfg.rounds; i++) {
     for (const [k, t] of targets.entries()) {
-      const limit = await rated(servers.limit, scenario, t.rate, cfg);
-      input.serviceRss.start();
-      const start = monotonicUs();
-      const service = await rated(servers.service, scenario, t.rate, cfg);
-      cfg.serviceWindows.push({ scenario: `rates-${Math.round(t.share * 100)}`, round: i, start_us: start, end_us: monotonicUs() });
-      input.serviceRss.stop();
+      const window = { scenario: `rates-${Math.round(t.share * 100)}`, round: i };
+      const limit = await rated(servers.limit, scenario, t.rate, cfg, window);
+      const service = await rated(servers.service, scenario, t.rate, cfg, window);
       rounds[k]!.push({ limit, service });
       log(`   round ${i} at ${t.rate} req/s (${Math.round(t.share * 100)} %): ${line('limit', limit)}\n            ${line('service', service)}`);
     }

@@ -280,7 +280,6 @@ async function main(): Promise<string> {
       shares: opts.rates,
       limitRps: results.find((r) => r.scenario === 'view')?.limit?.rps,
       cfg,
-      serviceRss,
     });
   }
 
