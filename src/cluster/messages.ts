@@ -16,7 +16,7 @@ export interface StartMessage {
   poolSize: number;
   /** ingest batches written at once by this worker (its share of INGEST_IN_FLIGHT: workerIngestInFlight) */
   ingestInFlight: number;
-  /** a webhook dispatcher runs here (workers 1..k: WEBHOOK_DISPATCH_WORKERS, default every worker, unless --no-dispatcher) */
+  /** a webhook dispatcher runs here (workers 1..k: WEBHOOK_DISPATCH_WORKERS, default 1, unless --no-dispatcher) */
   dispatcher: boolean;
   /** k: the host's dispatchers, which split its caps (src/webhooks/host-split.rules.ts) */
   dispatchers: number;
