@@ -21,6 +21,7 @@ import { type RssPeak, notPostgres, treeCpuUs } from './bench-proc.ts';
 import { type ServiceWindow, median, monotonicUs } from './bench-rounds.ts';
 import { DEFAULT_SHARE } from '../src/webhooks/fair-share.rules.ts';
 import { ROOT, compiledScript, spawnScript, stopProcess } from './bench-servers.ts';
+import type { WalProbe, WalShot } from './bench-wal.ts';
 
 export interface DispatchBenchInput {
   serviceBase: string;
@@ -37,6 +38,8 @@ export interface DispatchBenchInput {
   gotMode: 'prepared' | 'plain';
   serviceRss: RssPeak;
   serviceWindows: ServiceWindow[];
+  /** when given (the WAL shots are on), the last round's WAL is split by relation, per delivery */
+  wal?: WalProbe | undefined;
   log(line: string): void;
 }
 
@@ -164,6 +167,8 @@ export async function benchDispatch(input: DispatchBenchInput) {
 
   const gotRounds: GotRound[] = [];
   const drainRounds: DrainRound[] = [];
+  /** the last round's WAL by relation, per delivery */
+  let walSplit: WalShot | null = null;
   const walBytes = async () =>
     Number((await db.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint AS b`)).rows[0]!.b);
   const pgCpu = () => (input.postmasterPid !== undefined ? treeCpuUs(input.postmasterPid) : undefined);
@@ -198,6 +203,8 @@ export async function benchDispatch(input: DispatchBenchInput) {
     const s0 = treeCpuUs(input.servicePid, notPostgres);
     const p0 = pgCpu();
     const c0 = connections;
+    const split = input.wal && round === input.rounds ? input.wal : undefined;
+    const l0 = split ? await split.lsn() : '';
     const w0 = await walBytes();
     while (received < backlog && performance.now() - committed < 300_000) await sleep(20);
     const drained = received;
@@ -214,6 +221,7 @@ export async function benchDispatch(input: DispatchBenchInput) {
     input.serviceWindows.push({ scenario: 'dispatch', round, start_us: windowStart, end_us: monotonicUs() });
     const p1 = pgCpu();
     const w1 = await walBytes();
+    if (split) walSplit = await split.span('service', l0, await split.lsn(), drained);
     input.serviceRss.stop();
     const drainRound = {
       deliveries_per_second: Math.round(drained / seconds),
@@ -320,6 +328,8 @@ export async function benchDispatch(input: DispatchBenchInput) {
     pg_cpu_us_per_delivery: pgPer === null ? null : Math.round(pgPer),
     got_node_cpu_us_per_req: Math.round(median(gotRounds.map((r) => r.node_cpu_us_per_req))),
     wal_bytes_per_delivery: Math.round(median(drainRounds.map((r) => r.wal_bytes_per_delivery))),
+    /** the last round's WAL split by relation (claims, outcomes, attempt rows, their indexes), per delivery; null without the WAL shots */
+    wal_by_relation: walSplit,
     rounds: drainRounds.map((d, i) => ({ dispatch: d, got: gotRounds[i]! })),
     latency_rate_per_second: rate,
     latency_events: acked.size,

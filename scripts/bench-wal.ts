@@ -45,6 +45,10 @@ export interface WalProbe {
   breakdown: true | string;
   /** runs `send` (which returns the number of acknowledged requests) between two reads of the WAL position */
   measure(server: string, send: () => Promise<number>, settle?: () => Promise<void>): Promise<WalShot>;
+  /** the WAL insert position now (for `span`) */
+  lsn(): Promise<string>;
+  /** the WAL between two positions `lsn` gave, per one of `n` (requests, deliveries), split as `measure`'s */
+  span(server: string, from: string, to: string, n: number): Promise<WalShot>;
   close(): Promise<void>;
 }
 
@@ -146,6 +150,26 @@ export async function openWalProbe(url: string): Promise<WalProbe> {
     }
   }
 
+  async function span(server: string, from: string, to: string, n: number): Promise<WalShot> {
+    const { rows } = await db.query<{ b: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint AS b', [to, from]);
+    const bytes = Number(rows[0]!.b);
+    const shot: WalShot = { server, requests: n, bytes, bytes_per_request: per(bytes, n), fpi_bytes_per_request: null, relations: null };
+    if (breakdown !== true) return { ...shot, note: breakdown };
+    const split = await relations(from, to, n);
+    if (typeof split === 'string') return { ...shot, note: split };
+    const attributed = split.relations.reduce((s, r) => s + r.bytes_per_request, 0);
+    const rest = shot.bytes_per_request - attributed;
+    if (rest > 0)
+      split.relations.push({
+        relation: '(no relation: commits, …)',
+        bytes_per_request: rest,
+        records_per_request: 0,
+        fpi_bytes_per_request: 0,
+        types: {},
+      });
+    return { ...shot, fpi_bytes_per_request: split.fpi, relations: split.relations };
+  }
+
   return {
     breakdown,
     async measure(server, send, settle) {
@@ -153,25 +177,10 @@ export async function openWalProbe(url: string): Promise<WalProbe> {
       const from = await lsn();
       const n = await send();
       if (settle) await settle();
-      const to = await lsn();
-      const { rows } = await db.query<{ b: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::bigint AS b', [to, from]);
-      const bytes = Number(rows[0]!.b);
-      const shot: WalShot = { server, requests: n, bytes, bytes_per_request: per(bytes, n), fpi_bytes_per_request: null, relations: null };
-      if (breakdown !== true) return { ...shot, note: breakdown };
-      const split = await relations(from, to, n);
-      if (typeof split === 'string') return { ...shot, note: split };
-      const attributed = split.relations.reduce((s, r) => s + r.bytes_per_request, 0);
-      const rest = shot.bytes_per_request - attributed;
-      if (rest > 0)
-        split.relations.push({
-          relation: '(no relation: commits, …)',
-          bytes_per_request: rest,
-          records_per_request: 0,
-          fpi_bytes_per_request: 0,
-          types: {},
-        });
-      return { ...shot, fpi_bytes_per_request: split.fpi, relations: split.relations };
+      return span(server, from, await lsn(), n);
     },
+    lsn,
+    span,
     close: () => db.end(),
   };
 }

@@ -308,8 +308,6 @@ async function main(): Promise<string> {
     results.push(mixed.max);
     walShots.push(...mixed.wal.map((w) => ({ scenario: 'mixed', ...w })));
   }
-  await wal?.close();
-
   let dispatch: DispatchResult | undefined;
   const { n: concurrency, from } = dispatcherConcurrency(serviceEnv);
   if (ONLY.has('dispatch')) {
@@ -330,9 +328,13 @@ async function main(): Promise<string> {
       gotMode: opts.gotMode,
       serviceRss,
       serviceWindows,
+      wal,
       log,
     });
+    // per delivery: the table's "request" is a delivery here
+    if (dispatch.wal_by_relation) walShots.push({ scenario: 'dispatch (per delivery)', ...dispatch.wal_by_relation });
   }
+  await wal?.close();
 
   const metrics = await (await fetch(`${service.base}/metrics`)).text();
   const pick = (name: string) =>
