@@ -70,6 +70,8 @@ export interface Config {
   trustProxy: boolean;
   geoipDb: string | undefined;
   webhookAllowPrivateNetworks: boolean;
+  /** WEBHOOK_SEND_THREAD: a dispatcher makes its HTTP attempts on a thread of its own (thread-sender.client.ts) */
+  webhookSendThread: boolean;
   webhookRetrySchedule: number[];
   /** added to an integration's httpTimeout to make the lease of a claimed delivery (WEBHOOK_LEASE_MARGIN) */
   webhookLeaseMarginMs: number;
@@ -312,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: bool(env, 'TRUST_PROXY', false),
     geoipDb: str(env, 'GEOIP_DB'),
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    webhookSendThread: bool(env, 'WEBHOOK_SEND_THREAD', true),
     webhookRetrySchedule: schedule,
     webhookLeaseMarginMs: parseDuration('WEBHOOK_LEASE_MARGIN', str(env, 'WEBHOOK_LEASE_MARGIN') ?? '30s'),
     webhookDispatchSlot: dispatchSlot(str(env, 'WEBHOOK_DISPATCH_SLOT')),

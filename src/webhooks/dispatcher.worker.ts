@@ -25,6 +25,7 @@ import { parseNotifiedOrganisations } from './outbox.repository.ts';
 import type { HealthChange } from './outcomes.repository.ts';
 import { decide } from './retry.rules.ts';
 import { type Sender, type SendResult, createSender } from './sender.client.ts';
+import { createThreadSender } from './thread-sender.client.ts';
 import { Signal } from './signal.rules.ts';
 import { deliveryHeaders, userAgent } from './signing.crypto.ts';
 import type { OrgId } from '../db/tenancy.ts';
@@ -126,12 +127,15 @@ export class Dispatcher {
     };
     this.share = new FairShare(opts.split ? splitCaps(host, opts.split.index, opts.split.count) : host);
     this.breaker = { ...DEFAULT_BREAKER, ...opts.breaker };
-    this.sender = createSender({
+    const senderOptions = {
       allowPrivateNetworks: deps.config.webhookAllowPrivateNetworks,
       // connections are reused per origin, but the caps are per integration and organisation
       maxSocketsPerOrigin: this.share.opts.global,
       maxFreeSocketsPerOrigin: 4 * this.share.opts.perIntegration,
-    });
+    };
+    this.sender = deps.config.webhookSendThread
+      ? createThreadSender(senderOptions, (err) => deps.log.error({ err }, 'the webhook sending thread failed; its attempts in flight are retried'))
+      : createSender(senderOptions);
     this.credentials = createCredentialCache(deps.cipher);
     this.metrics = webhookMetrics(deps.metrics.registry, deps.db);
     this.metrics.shareSource = this.shareSource;

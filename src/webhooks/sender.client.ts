@@ -62,6 +62,9 @@ export function originOf(url: string): string {
   }
 }
 
+/** what an attempt records when its signal aborted it (a stopping dispatcher) */
+export const INTERRUPTED_ERROR = 'interrupted: the dispatcher stopped before the endpoint answered';
+
 const PERMANENT_CODES = new Set([REFUSED_CODE, 'ERR_INVALID_URL', 'ERR_UNSUPPORTED_PROTOCOL']);
 
 function excerpt(chunks: Buffer[]): string {
@@ -209,7 +212,7 @@ export function createSender(opts: SenderOptions): Sender {
           });
         };
         const onAbort = () => {
-          const err = new Error('interrupted: the dispatcher stopped before the endpoint answered');
+          const err = new Error(INTERRUPTED_ERROR);
           stream?.destroy(err);
           finish(err);
         };

@@ -44,6 +44,9 @@ describe('config', () => {
     expect(c.webhookDispatchWorkers).to.equal(1);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: '2' }).webhookDispatchWorkers).to.equal(2);
     expect(loadConfig({ WEBHOOK_DISPATCH_WORKERS: 'all' }).webhookDispatchWorkers).to.equal(undefined);
+    // a dispatcher sends on a thread of its own unless told not to
+    expect(c.webhookSendThread).to.equal(true);
+    expect(loadConfig({ WEBHOOK_SEND_THREAD: 'false' }).webhookSendThread).to.equal(false);
     // two ingest batches in flight per host, shared by its workers
     expect(c.ingestInFlight).to.equal(2);
     expect(loadConfig({ INGEST_IN_FLIGHT: '4' }).ingestInFlight).to.equal(4);
@@ -79,6 +82,7 @@ describe('config', () => {
     [{ WEBHOOK_ORGANISATION_SHARE: '600' }, /^WEBHOOK_ORGANISATION_SHARE: must be at most WEBHOOK_DISPATCH_CAPACITY less WEBHOOK_DISPATCH_RESERVE$/],
     [{ WEBHOOK_DISPATCH_RESERVE: '512' }, /^WEBHOOK_DISPATCH_RESERVE: must be less than WEBHOOK_DISPATCH_CAPACITY$/],
     [{ WEBHOOK_SLOW_ENDPOINT: '1ms' }, /^WEBHOOK_SLOW_ENDPOINT: must be from 10ms to 60s$/],
+    [{ WEBHOOK_SEND_THREAD: 'sometimes' }, /^WEBHOOK_SEND_THREAD: "sometimes" is not a boolean/],
     [{ WEBHOOK_SLOW_ENDPOINT: 'slow' }, /^WEBHOOK_SLOW_ENDPOINT: "slow" is not a duration/],
   ];
   for (const [env, message] of bad) {

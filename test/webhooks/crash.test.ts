@@ -194,6 +194,9 @@ describe('webhook dispatch across processes', function () {
       'both dispatchers to fill their part of the lane',
     );
     // 8 (WEBHOOK_CONCURRENCY) in all: 4 + 4, where two dispatchers with the whole cap each would hold 16
+    // (the lanes are full once their attempts are handed to the sending threads; the requests follow)
+    await eventually(async () => (receiver.holding >= 8 ? true : undefined), 10_000, "the lanes' requests to arrive");
+    await new Promise((r) => setTimeout(r, 500));
     expect(receiver.holding).to.equal(8);
     const claimed = await database.handle.db
       .selectFrom('deliveries')

@@ -1,0 +1,183 @@
+// The dispatcher's sender on a thread of its own (thread-sender.client.ts):
+// what an attempt records is what the sender on the dispatcher's thread
+// records (status, excerpt, Retry-After, the private-address guard, errors),
+// connections are kept alive across attempts, a stopping dispatcher's abort
+// interrupts the attempts in flight on the other thread, and closing it ends
+// the attempts it still held instead of leaving them waiting. Real receivers
+// on 127.0.0.1, a real worker thread.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { INTERRUPTED_ERROR, type SendRequest, type SendResult, createSender } from '../../src/webhooks/sender.client.ts';
+import { THREAD_STOPPED_ERROR, createThreadSender } from '../../src/webhooks/thread-sender.client.ts';
+
+interface Receiver {
+  url: string;
+  connections: () => number;
+  /** requests whose answer is held until release() */
+  held: () => number;
+  release: () => void;
+  close: () => Promise<void>;
+}
+
+/** Answers /ok 200 with a body, /slow-down 429 with Retry-After, /hold only when released. */
+async function receiver(): Promise<Receiver> {
+  let connections = 0;
+  let holding: http.ServerResponse[] = [];
+  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/hold') {
+        holding.push(res);
+        return;
+      }
+      if (req.url === '/slow-down') {
+        res.writeHead(429, { 'retry-after': '7' });
+        res.end('slow down');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(`got ${String(req.headers['webhook-id'] ?? 'no id')}`);
+    });
+  });
+  server.on('connection', () => connections++);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    connections: () => connections,
+    held: () => holding.length,
+    release: () => {
+      for (const res of holding) res.end('late');
+      holding = [];
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+async function until(cond: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** what two senders must agree on (timing aside) */
+function comparable(r: SendResult) {
+  return { statusCode: r.statusCode, error: r.error, responseExcerpt: r.responseExcerpt, retryAfterMs: r.retryAfterMs, permanent: r.permanent };
+}
+
+describe('webhook sender on its own thread', function () {
+  let rx: Receiver;
+  beforeEach(async () => {
+    rx = await receiver();
+  });
+  afterEach(async () => {
+    rx.release();
+    await rx.close();
+  });
+
+  it('records what the sender on the calling thread records', async () => {
+    const options = { allowPrivateNetworks: true, maxSocketsPerOrigin: 8, maxFreeSocketsPerOrigin: 8 };
+    const here = createSender(options);
+    const there = createThreadSender(options);
+    try {
+      const requests: SendRequest[] = [
+        { url: `${rx.url}/ok`, body: '{"a":1}', headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1' }, timeoutMs: 5_000 },
+        { url: `${rx.url}/slow-down`, body: '{}', headers: {}, timeoutMs: 5_000 },
+        { url: 'ftp://example.com/hook', body: '{}', headers: {}, timeoutMs: 5_000 },
+        { url: 'http://127.0.0.1:1/closed-port', body: '{}', headers: {}, timeoutMs: 5_000 },
+      ];
+      for (const req of requests) {
+        const before = Date.now();
+        const [a, b] = await Promise.all([here.send(req), there.send(req)]);
+        expect(comparable(b), req.url).to.deep.equal(comparable(a));
+        expect(b.startedAt).to.be.an.instanceOf(Date);
+        expect(b.startedAt.getTime()).to.be.within(before - 1, Date.now());
+      }
+      const ok = await there.send(requests[0]!);
+      expect(ok.statusCode).to.equal(200);
+      expect(ok.responseExcerpt).to.equal('got msg_1');
+      const slow = await there.send(requests[1]!);
+      expect(slow.retryAfterMs).to.equal(7_000);
+    } finally {
+      here.close();
+      there.close();
+    }
+  });
+
+  it('keeps the private-address guard on the other thread', async () => {
+    const there = createThreadSender({ allowPrivateNetworks: false, maxSocketsPerOrigin: 8, maxFreeSocketsPerOrigin: 8 });
+    try {
+      const r = await there.send({ url: `${rx.url}/ok`, body: '{}', headers: {}, timeoutMs: 5_000 });
+      expect(r.statusCode).to.equal(null);
+      expect(r.permanent).to.equal(true);
+      expect(r.error).to.be.a('string');
+      expect(rx.connections()).to.equal(0);
+      // the same code the guard gives on the calling thread
+      const here = createSender({ allowPrivateNetworks: false, maxSocketsPerOrigin: 8, maxFreeSocketsPerOrigin: 8 });
+      const h = await here.send({ url: `${rx.url}/ok`, body: '{}', headers: {}, timeoutMs: 5_000 });
+      here.close();
+      expect(comparable(r)).to.deep.equal(comparable(h));
+    } finally {
+      there.close();
+    }
+  });
+
+  it('sends 200 attempts, 4 at a time, over at most 4 connections', async () => {
+    const there = createThreadSender({ allowPrivateNetworks: true, maxSocketsPerOrigin: 64, maxFreeSocketsPerOrigin: 32 });
+    try {
+      for (let round = 0; round < 50; round++) {
+        const results = await Promise.all(
+          Array.from({ length: 4 }, (_, k) =>
+            there.send({ url: `${rx.url}/ok`, body: JSON.stringify({ round, k }), headers: { 'webhook-id': `msg_${round}_${k}` }, timeoutMs: 5_000 }),
+          ),
+        );
+        for (const [k, r] of results.entries()) expect(r.responseExcerpt).to.equal(`got msg_${round}_${k}`);
+      }
+      expect(rx.connections()).to.be.within(1, 4);
+    } finally {
+      there.close();
+    }
+  });
+
+  it("interrupts the attempts in flight when the caller's signal aborts, and every later one", async () => {
+    const there = createThreadSender({ allowPrivateNetworks: true, maxSocketsPerOrigin: 8, maxFreeSocketsPerOrigin: 8 });
+    const abort = new AbortController();
+    try {
+      const inFlight = Array.from({ length: 3 }, () =>
+        there.send({ url: `${rx.url}/hold`, body: '{}', headers: {}, timeoutMs: 30_000, signal: abort.signal }),
+      );
+      await until(() => rx.held() === 3);
+      abort.abort();
+      for (const r of await Promise.all(inFlight)) {
+        expect(r.statusCode).to.equal(null);
+        expect(r.error).to.equal(INTERRUPTED_ERROR);
+      }
+      const later = await there.send({ url: `${rx.url}/ok`, body: '{}', headers: {}, timeoutMs: 5_000, signal: abort.signal });
+      expect(later.error).to.equal(INTERRUPTED_ERROR);
+    } finally {
+      there.close();
+    }
+  });
+
+  it('ends the attempts it still holds when closed, and sends nothing after', async () => {
+    const there = createThreadSender({ allowPrivateNetworks: true, maxSocketsPerOrigin: 8, maxFreeSocketsPerOrigin: 8 });
+    const held = Array.from({ length: 2 }, () => there.send({ url: `${rx.url}/hold`, body: '{}', headers: {}, timeoutMs: 30_000 }));
+    await until(() => rx.held() === 2);
+    there.close();
+    for (const r of await Promise.all(held)) {
+      expect(r.statusCode).to.equal(null);
+      expect(r.error).to.equal(THREAD_STOPPED_ERROR);
+    }
+    const after = await there.send({ url: `${rx.url}/ok`, body: '{}', headers: {}, timeoutMs: 5_000 });
+    expect(after.error).to.equal(THREAD_STOPPED_ERROR);
+    // the two held attempts, nothing after
+    expect(rx.connections()).to.equal(2);
+  });
+});
