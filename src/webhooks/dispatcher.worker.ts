@@ -214,6 +214,8 @@ export class Dispatcher {
   private async run(): Promise<void> {
     let failures = 0;
     let coalesced = false;
+    // nothing is claimed (leased) before it can be sent: a sending thread loads got first
+    await this.sender.ready?.();
     while (!this.stopping) {
       const room = this.share.room();
       if (room.pool + room.reserve <= 0) {

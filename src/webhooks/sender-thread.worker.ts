@@ -4,10 +4,10 @@
 //
 // Messages in: { t: 'send', reqs: WireRequest[] }, { t: 'abort' } (every
 // attempt in flight and every later one is interrupted), { t: 'close' }.
-// Messages out: { t: 'done', results: WireResult[] }.
+// Messages out: { t: 'ready' } once loaded, { t: 'done', results: WireResult[] }.
 import { parentPort, workerData } from 'node:worker_threads';
 import { type SendResult, type SenderOptions, createSender } from './sender.client.ts';
-import type { WireRequest, WireResult, ToThread } from './thread-sender.client.ts';
+import type { FromThread, WireRequest, WireResult, ToThread } from './thread-sender.client.ts';
 
 const port = parentPort;
 if (!port) throw new Error('sender-thread.worker.ts runs as a worker thread only');
@@ -19,7 +19,7 @@ let out: WireResult[] = [];
 function flush(): void {
   const results = out;
   out = [];
-  port!.postMessage({ t: 'done', results });
+  port!.postMessage({ t: 'done', results } satisfies FromThread);
 }
 
 function settled(id: number, r: SendResult): void {
@@ -53,3 +53,5 @@ port.on('message', (msg: ToThread) => {
     port.close();
   }
 });
+
+port.postMessage({ t: 'ready' } satisfies FromThread);

@@ -51,6 +51,8 @@ export interface SenderOptions {
 export interface Sender {
   send(req: SendRequest): Promise<SendResult>;
   close(): void;
+  /** resolves once attempts start as soon as they are sent (a sender on another thread: once it has loaded) */
+  ready?(): Promise<void>;
 }
 
 /** scheme://host:port of a URL, the key of its keep-alive agent. */

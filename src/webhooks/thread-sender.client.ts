@@ -21,7 +21,7 @@ export type WireRequest = [number, string, string, Record<string, string>, numbe
 /** [id, startedAt ms, statusCode, durationMs, error, responseExcerpt, retryAfterMs, permanent] */
 export type WireResult = [number, number, number | null, number, string | null, string | null, number | null, boolean];
 export type ToThread = { t: 'send'; reqs: WireRequest[] } | { t: 'abort' } | { t: 'close' };
-type FromThread = { t: 'done'; results: WireResult[] };
+export type FromThread = { t: 'ready' } | { t: 'done'; results: WireResult[] };
 
 /** run through tsx (tests, `npm run dev`) rather than compiled */
 const TYPESCRIPT = import.meta.url.endsWith('.ts');
@@ -62,6 +62,8 @@ function interrupted(error: string): SendResult {
 /** `onThreadError`: the thread failed (its attempts end with THREAD_STOPPED_ERROR; the next send starts another) */
 export function createThreadSender(opts: SenderOptions, onThreadError?: (err: unknown) => void): Sender {
   let worker: Worker | undefined;
+  /** the current thread has loaded (or failed to) */
+  let loaded: Promise<void> = Promise.resolve();
   let closed = false;
   let nextId = 1;
   const pending = new Map<number, (r: SendResult) => void>();
@@ -79,7 +81,10 @@ export function createThreadSender(opts: SenderOptions, onThreadError?: (err: un
     if (worker) return worker;
     const w = startThread({ options: opts });
     w.unref();
+    let onLoaded = () => {};
+    loaded = new Promise<void>((resolve) => (onLoaded = resolve));
     w.on('message', (msg: FromThread) => {
+      if (msg.t === 'ready') return onLoaded();
       for (const [id, startedAt, statusCode, durationMs, error, responseExcerpt, retryAfterMs, permanent] of msg.results) {
         const resolve = pending.get(id);
         if (!resolve) continue;
@@ -88,6 +93,7 @@ export function createThreadSender(opts: SenderOptions, onThreadError?: (err: un
       }
     });
     const gone = () => {
+      onLoaded();
       if (worker !== w) return;
       worker = undefined;
       failAll(THREAD_STOPPED_ERROR);
@@ -124,6 +130,9 @@ export function createThreadSender(opts: SenderOptions, onThreadError?: (err: un
         if (queued.length === 0) queueMicrotask(flush);
         queued.push([id, req.url, req.body, req.headers, req.timeoutMs]);
       });
+    },
+    ready(): Promise<void> {
+      return loaded;
     },
     close(): void {
       closed = true;

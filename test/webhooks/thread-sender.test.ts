@@ -87,6 +87,8 @@ describe('webhook sender on its own thread', function () {
     const here = createSender(options);
     const there = createThreadSender(options);
     try {
+      // the thread says when it has loaded: a dispatcher claims nothing before
+      await there.ready!();
       const requests: SendRequest[] = [
         { url: `${rx.url}/ok`, body: '{"a":1}', headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1' }, timeoutMs: 5_000 },
         { url: `${rx.url}/slow-down`, body: '{}', headers: {}, timeoutMs: 5_000 },
