@@ -24,7 +24,7 @@ import { DELIVERIES_CHANNEL, type Notifications } from '../db/notifications.ts';
 import { parseNotifiedOrganisations } from './outbox.repository.ts';
 import type { HealthChange } from './outcomes.repository.ts';
 import { decide } from './retry.rules.ts';
-import { type Sender, type SendResult, createSender } from './sender.client.ts';
+import { type Sender, type SendResult, createSender, unsentAttempt } from './sender.client.ts';
 import { createThreadSender } from './thread-sender.client.ts';
 import { Signal } from './signal.rules.ts';
 import { deliveryHeaders, userAgent } from './signing.crypto.ts';
@@ -343,7 +343,7 @@ export class Dispatcher {
       // the secrets do not decrypt (TRACKWAY_SECRET_KEY changed?): retried like a network error
       this.deps.log.error({ err, integrationId: row.integration_id }, 'cannot prepare a webhook delivery');
       const error = 'the integration secrets cannot be decrypted with the configured TRACKWAY_SECRET_KEY';
-      result = { startedAt: new Date(), statusCode: null, durationMs: 0, error, responseExcerpt: null, retryAfterMs: null, permanent: false };
+      result = unsentAttempt(error);
     }
     this.attempted(row.kind).inc();
     const interrupted = this.abort.signal.aborted && result.statusCode === null;

@@ -6,7 +6,7 @@
 // attempt in flight and every later one is interrupted), { t: 'close' }.
 // Messages out: { t: 'ready' } once loaded, { t: 'done', results: WireResult[] }.
 import { parentPort, workerData } from 'node:worker_threads';
-import { type SendResult, type SenderOptions, createSender } from './sender.client.ts';
+import { type SendResult, type SenderOptions, createSender, unsentAttempt } from './sender.client.ts';
 import type { FromThread, WireRequest, WireResult, ToThread } from './thread-sender.client.ts';
 
 const port = parentPort;
@@ -32,16 +32,7 @@ function send(req: WireRequest): void {
   sender.send({ url, body, headers, timeoutMs, signal: abort.signal }).then(
     (r) => settled(id, r),
     // send() resolves whatever happens; should it ever throw, the attempt still ends
-    (err: unknown) =>
-      settled(id, {
-        startedAt: new Date(),
-        statusCode: null,
-        durationMs: 0,
-        error: String((err as Error)?.message ?? err).slice(0, 500),
-        responseExcerpt: null,
-        retryAfterMs: null,
-        permanent: false,
-      }),
+    (err: unknown) => settled(id, unsentAttempt(String((err as Error)?.message ?? err).slice(0, 500))),
   );
 }
 

@@ -64,6 +64,11 @@ export function originOf(url: string): string {
   }
 }
 
+/** An attempt that got no response and took no time (it was never sent, or its sender failed): `error` says why; retried. */
+export function unsentAttempt(error: string): SendResult {
+  return { startedAt: new Date(), statusCode: null, durationMs: 0, error, responseExcerpt: null, retryAfterMs: null, permanent: false };
+}
+
 /** what an attempt records when its signal aborted it (a stopping dispatcher) */
 export const INTERRUPTED_ERROR = 'interrupted: the dispatcher stopped before the endpoint answered';
 

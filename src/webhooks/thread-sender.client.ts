@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { INTERRUPTED_ERROR, type SendRequest, type SendResult, type Sender, type SenderOptions } from './sender.client.ts';
+import { INTERRUPTED_ERROR, type SendRequest, type SendResult, type Sender, type SenderOptions, unsentAttempt } from './sender.client.ts';
 
 /** [id, url, body, headers, timeoutMs] */
 export type WireRequest = [number, string, string, Record<string, string>, number];
@@ -55,10 +55,6 @@ function startThread(workerData: unknown): Worker {
 
 export const THREAD_STOPPED_ERROR = 'the sending thread stopped before the endpoint answered';
 
-function interrupted(error: string): SendResult {
-  return { startedAt: new Date(), statusCode: null, durationMs: 0, error, responseExcerpt: null, retryAfterMs: null, permanent: false };
-}
-
 /** `onThreadError`: the thread failed (its attempts end with THREAD_STOPPED_ERROR; the next send starts another) */
 export function createThreadSender(opts: SenderOptions, onThreadError?: (err: unknown) => void): Sender {
   let worker: Worker | undefined;
@@ -74,7 +70,7 @@ export function createThreadSender(opts: SenderOptions, onThreadError?: (err: un
   function failAll(error: string): void {
     const waiting = [...pending.values()];
     pending.clear();
-    for (const resolve of waiting) resolve(interrupted(error));
+    for (const resolve of waiting) resolve(unsentAttempt(error));
   }
 
   function thread(): Worker {
@@ -117,9 +113,9 @@ export function createThreadSender(opts: SenderOptions, onThreadError?: (err: un
   thread();
   return {
     send(req: SendRequest): Promise<SendResult> {
-      if (closed) return Promise.resolve(interrupted(THREAD_STOPPED_ERROR));
+      if (closed) return Promise.resolve(unsentAttempt(THREAD_STOPPED_ERROR));
       const signal = req.signal;
-      if (signal?.aborted) return Promise.resolve(interrupted(INTERRUPTED_ERROR));
+      if (signal?.aborted) return Promise.resolve(unsentAttempt(INTERRUPTED_ERROR));
       if (signal && !signals.has(signal)) {
         signals.add(signal);
         signal.addEventListener('abort', () => worker?.postMessage({ t: 'abort' } satisfies ToThread), { once: true });
