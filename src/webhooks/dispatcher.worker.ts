@@ -75,6 +75,17 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * before they are written (completions.worker.ts `gather`).
  */
 const COALESCE_MS = 10;
+
+/**
+ * An endpoint whose attempts take less than this on average (ms) has its
+ * next attempts handed to the sending thread before a slot is free
+ * (Dispatcher.handoff): for it, the round trip between the threads is a
+ * real part of each request's turn.
+ */
+const HANDOFF_FAST_MS = 25;
+
+/** attempt(): the sender gave the job back without starting it */
+const NOT_STARTED = Symbol('not started');
 export class Dispatcher {
   private readonly batchSize: number;
   private readonly pollMs: number;
@@ -106,6 +117,9 @@ export class Dispatcher {
   private stopped: Promise<void> | undefined;
   private unsubscribe: (() => void)[] = [];
   private retryTimer: { at: number; timer: NodeJS.Timeout } | undefined;
+  /** rows the sender did not start, given back together (giveBack) */
+  private givingBack: ClaimedDelivery[] = [];
+  private givenBack: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: DispatcherDeps,
@@ -199,6 +213,8 @@ export class Dispatcher {
     await this.loop;
     const unstarted = this.share.takeAllWaiting();
     this.share.dropped(unstarted);
+    // and what waits in the sender for a slot (it comes back not started)
+    this.sender.drop?.();
     await this.release(unstarted.map((j) => j.row));
     const drained = Promise.all([...this.inFlight]);
     const timer = sleep(this.stopGraceMs).then(() => 'timeout' as const);
@@ -206,6 +222,7 @@ export class Dispatcher {
       this.abort.abort();
       await drained;
     }
+    await this.givenBack;
     await this.writer.drain(this.stopGraceMs);
     this.sender.close();
     if (this.metrics.shareSource === this.shareSource) this.metrics.shareSource = undefined;
@@ -295,22 +312,56 @@ export class Dispatcher {
     // an attempt must end (timeout included) before the lease does, with half
     // the lease margin (at most 2 s) to spare; a job that waited too long is given back
     const spare = Math.min(2_000, this.deps.config.webhookLeaseMarginMs / 2);
-    for (let job = this.share.next(lane); job; job = this.share.next(lane)) {
+    const cap = this.share.laneLimit(lane);
+    if (cap === 0) this.sender.drop?.(lane.integrationId);
+    const extra = this.handoff(lane, cap);
+    for (let job = this.share.next(lane, extra); job; job = this.share.next(lane, extra)) {
       if (Date.now() + job.row.http_timeout * 1000 + spare > job.leaseEnd) {
         this.share.finished(job, undefined);
         expired.push(job);
         continue;
       }
       const j = job;
-      const p = this.attempt(j)
+      const p = this.attempt(j, { key: lane.integrationId, cap, startBy: j.leaseEnd - j.row.http_timeout * 1000 - spare })
         .catch(() => undefined)
         .then((durationMs) => {
           this.inFlight.delete(p);
-          this.finished(j, durationMs);
+          if (durationMs === NOT_STARTED) this.giveBack(j.row);
+          this.finished(j, durationMs === NOT_STARTED ? undefined : durationMs);
         });
       this.inFlight.add(p);
     }
     if (expired.length > 0) void this.release(expired.map((j) => j.row));
+  }
+
+  /**
+   * Attempts the lane may hand to the sender beyond its requests in flight
+   * (`cap`): the sender starts them itself as slots free (Sender.prefetches,
+   * lane-gate.rules.ts), so a fast endpoint's next request does not wait for
+   * a round trip between threads. Only a fast endpoint's lane (its attempts
+   * under HANDOFF_FAST_MS on average) gets them: a slow one's requests take
+   * far longer than that round trip, and a job handed over counts as started
+   * for the lane's speed (oldestAge). None while the lane is below its full cap.
+   */
+  private handoff(lane: Lane, cap: number): number {
+    if (!this.sender.prefetches || lane.ewmaMs === undefined || lane.ewmaMs >= HANDOFF_FAST_MS) return 0;
+    return cap;
+  }
+
+  /** A job the sender never started goes back to the database (gathered per turn: a dropped lane gives back many at once). */
+  private giveBack(row: ClaimedDelivery): void {
+    if (this.givingBack.length === 0) {
+      const before = this.givenBack;
+      const now = new Promise<void>((resolve) =>
+        queueMicrotask(() => {
+          const rows = this.givingBack;
+          this.givingBack = [];
+          void this.release(rows).then(resolve);
+        }),
+      );
+      this.givenBack = Promise.all([before, now]).then(() => undefined);
+    }
+    this.givingBack.push(row);
   }
 
   private finished(job: Job, durationMs: number | undefined): void {
@@ -321,8 +372,12 @@ export class Dispatcher {
     if (!this.stopping && (this.capacityWait || reopened) && (!this.roomWait || !this.share.poolNearlyFull())) this.signal.wake();
   }
 
-  /** Makes one attempt; resolves with its duration (undefined when it was interrupted or never sent). */
-  private async attempt(job: Job): Promise<number | undefined> {
+  /**
+   * Makes one attempt; resolves with its duration (undefined when it was
+   * interrupted or never sent), or NOT_STARTED when the sender did not start
+   * it (nothing is recorded: the delivery is given back).
+   */
+  private async attempt(job: Job, lane: { key: number; cap: number; startBy: number }): Promise<number | undefined | typeof NOT_STARTED> {
     const { row } = job;
     let result: SendResult;
     try {
@@ -338,7 +393,9 @@ export class Dispatcher {
         headers: deliveryHeaders(creds, row.webhook_id, row.body, this.ua),
         timeoutMs: row.http_timeout * 1000,
         signal: this.abort.signal,
+        lane,
       });
+      if (result.notStarted) return NOT_STARTED;
     } catch (err) {
       // the secrets do not decrypt (TRACKWAY_SECRET_KEY changed?): retried like a network error
       this.deps.log.error({ err, integrationId: row.integration_id }, 'cannot prepare a webhook delivery');
@@ -389,6 +446,7 @@ export class Dispatcher {
       }
       if (h.opened_count > 0 && h.paused_until && h.paused_until.getTime() > now) {
         // what this process still holds for it waits in the database instead
+        this.sender.drop?.(h.integration_id);
         const waiting = this.share.takeWaiting(h.integration_id);
         if (waiting.length > 0) {
           if (this.share.dropped(waiting)) this.signal.wake();

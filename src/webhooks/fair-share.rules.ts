@@ -298,9 +298,14 @@ export class FairShare {
     return job;
   }
 
-  /** The next job of the lane that may start now (and counts it in flight), if any. */
-  next(lane: Lane): Job | undefined {
-    if (lane.active >= this.laneLimit(lane)) return undefined;
+  /**
+   * The next job of the lane that may start now (and counts it in flight), if
+   * any. `extra`: jobs it may have beyond its limit, handed to a sender that
+   * applies the limit itself (dispatcher.worker.ts handoff); they count in
+   * flight from then on.
+   */
+  next(lane: Lane, extra = 0): Job | undefined {
+    if (lane.active >= this.laneLimit(lane) + extra) return undefined;
     const job = lane.queue.shift();
     if (job) {
       lane.active++;

@@ -22,6 +22,12 @@ export interface SendRequest {
   timeoutMs: number;
   /** aborts the attempt (a stopping dispatcher) */
   signal?: AbortSignal;
+  /**
+   * the integration's cap, for a sender that may be handed more than it
+   * (Sender.prefetches): started once fewer than `cap` of the lane's are in
+   * flight, and not at all after `startBy` (ms since the epoch)
+   */
+  lane?: { key: number; cap: number; startBy: number };
 }
 
 export interface SendResult {
@@ -34,6 +40,8 @@ export interface SendResult {
   retryAfterMs: number | null;
   /** the target itself is unusable (a refused address, a malformed URL): never retried */
   permanent: boolean;
+  /** never started (its lane was dropped, or its `startBy` passed while it waited): not an attempt, the delivery is given back */
+  notStarted?: true;
 }
 
 export interface SenderOptions {
@@ -53,6 +61,13 @@ export interface Sender {
   close(): void;
   /** resolves once attempts start as soon as they are sent (a sender on another thread: once it has loaded) */
   ready?(): Promise<void>;
+  /**
+   * true: it applies each request's `lane` cap itself, so the dispatcher may
+   * hand it a lane's next attempts before a slot is free (lane-gate.rules.ts)
+   */
+  readonly prefetches?: boolean;
+  /** what waits for a slot in the lane (every lane when none is named) ends `notStarted` */
+  drop?(lane?: number): void;
 }
 
 /** scheme://host:port of a URL, the key of its keep-alive agent. */
@@ -67,6 +82,11 @@ export function originOf(url: string): string {
 /** An attempt that got no response and took no time (it was never sent, or its sender failed): `error` says why; retried. */
 export function unsentAttempt(error: string): SendResult {
   return { startedAt: new Date(), statusCode: null, durationMs: 0, error, responseExcerpt: null, retryAfterMs: null, permanent: false };
+}
+
+/** The result of a request that was handed over but never started (SendResult.notStarted). */
+export function notStarted(): SendResult {
+  return { ...unsentAttempt('not started'), notStarted: true };
 }
 
 /** what an attempt records when its signal aborted it (a stopping dispatcher) */

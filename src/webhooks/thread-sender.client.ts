@@ -6,7 +6,11 @@
 // them; on two, it runs beside them where a core is free.
 //
 // Requests and results cross as arrays (structured clone), gathered per
-// turn of each thread's event loop. If the thread dies, the attempts it
+// turn of each thread's event loop. A request may come before its
+// integration has a free slot (Sender.prefetches): the thread applies the
+// integration's cap itself (lane-gate.rules.ts), so a fast endpoint's next
+// attempt starts as the last one ends instead of a round trip between the
+// threads later. If the thread dies, the attempts it
 // held end with an error (retried like a network error) and the next send
 // starts a new thread.
 import fs from 'node:fs';
@@ -14,13 +18,15 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { INTERRUPTED_ERROR, type SendRequest, type SendResult, type Sender, type SenderOptions, unsentAttempt } from './sender.client.ts';
+import { INTERRUPTED_ERROR, type SendRequest, type SendResult, type Sender, type SenderOptions, notStarted, unsentAttempt } from './sender.client.ts';
 
-/** [id, url, body, headers, timeoutMs] */
-export type WireRequest = [number, string, string, Record<string, string>, number];
-/** [id, startedAt ms, statusCode, durationMs, error, responseExcerpt, retryAfterMs, permanent] */
-export type WireResult = [number, number, number | null, number, string | null, string | null, number | null, boolean];
-export type ToThread = { t: 'send'; reqs: WireRequest[] } | { t: 'abort' } | { t: 'close' };
+/** [id, url, body, headers, timeoutMs, lane (NO_LANE: start at once), cap, startBy ms] */
+export type WireRequest = [number, string, string, Record<string, string>, number, number, number, number];
+/** [id, startedAt ms, statusCode, durationMs, error, responseExcerpt, retryAfterMs, permanent, notStarted] */
+export type WireResult = [number, number, number | null, number, string | null, string | null, number | null, boolean, boolean];
+export type ToThread = { t: 'send'; reqs: WireRequest[] } | { t: 'drop'; lane: number | null } | { t: 'abort' } | { t: 'close' };
+/** a request without a lane: started as soon as it arrives */
+export const NO_LANE = -1;
 export type FromThread = { t: 'ready' } | { t: 'done'; results: WireResult[] };
 
 /** run through tsx (tests, `npm run dev`) rather than compiled */
@@ -81,11 +87,12 @@ export function createThreadSender(opts: SenderOptions, onThreadError?: (err: un
     loaded = new Promise<void>((resolve) => (onLoaded = resolve));
     w.on('message', (msg: FromThread) => {
       if (msg.t === 'ready') return onLoaded();
-      for (const [id, startedAt, statusCode, durationMs, error, responseExcerpt, retryAfterMs, permanent] of msg.results) {
+      for (const [id, startedAt, statusCode, durationMs, error, responseExcerpt, retryAfterMs, permanent, skipped] of msg.results) {
         const resolve = pending.get(id);
         if (!resolve) continue;
         pending.delete(id);
-        resolve({ startedAt: new Date(startedAt), statusCode, durationMs, error, responseExcerpt, retryAfterMs, permanent });
+        if (skipped) resolve(notStarted());
+        else resolve({ startedAt: new Date(startedAt), statusCode, durationMs, error, responseExcerpt, retryAfterMs, permanent });
       }
     });
     const gone = () => {
@@ -124,11 +131,18 @@ export function createThreadSender(opts: SenderOptions, onThreadError?: (err: un
       return new Promise<SendResult>((resolve) => {
         pending.set(id, resolve);
         if (queued.length === 0) queueMicrotask(flush);
-        queued.push([id, req.url, req.body, req.headers, req.timeoutMs]);
+        const lane = req.lane;
+        queued.push([id, req.url, req.body, req.headers, req.timeoutMs, lane?.key ?? NO_LANE, lane?.cap ?? 0, lane?.startBy ?? 0]);
       });
     },
     ready(): Promise<void> {
       return loaded;
+    },
+    prefetches: true,
+    drop(lane?: number): void {
+      // after what was queued on this side: those are sent first, then dropped if still waiting
+      flush();
+      worker?.postMessage({ t: 'drop', lane: lane ?? null } satisfies ToThread);
     },
     close(): void {
       closed = true;

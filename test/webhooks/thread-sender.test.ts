@@ -16,6 +16,8 @@ interface Receiver {
   connections: () => number;
   /** requests whose answer is held until release() */
   held: () => number;
+  /** most /hold requests held at once */
+  peakHeld: () => number;
   release: () => void;
   close: () => Promise<void>;
 }
@@ -23,12 +25,14 @@ interface Receiver {
 /** Answers /ok 200 with a body, /slow-down 429 with Retry-After, /hold only when released. */
 async function receiver(): Promise<Receiver> {
   let connections = 0;
+  let peak = 0;
   let holding: http.ServerResponse[] = [];
   const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     req.resume();
     req.on('end', () => {
       if (req.url === '/hold') {
         holding.push(res);
+        peak = Math.max(peak, holding.length);
         return;
       }
       if (req.url === '/slow-down') {
@@ -47,6 +51,7 @@ async function receiver(): Promise<Receiver> {
     url: `http://127.0.0.1:${port}`,
     connections: () => connections,
     held: () => holding.length,
+    peakHeld: () => peak,
     release: () => {
       for (const res of holding) res.end('late');
       holding = [];
@@ -181,5 +186,93 @@ describe('webhook sender on its own thread', function () {
     expect(after.error).to.equal(THREAD_STOPPED_ERROR);
     // the two held attempts, nothing after
     expect(rx.connections()).to.equal(2);
+  });
+
+  describe('handed more of a lane than its cap (the dispatcher’s handoff)', () => {
+    const options = { allowPrivateNetworks: true, maxSocketsPerOrigin: 64, maxFreeSocketsPerOrigin: 32 };
+    const hold = (lane: number, cap: number, startBy = Date.now() + 60_000): SendRequest => ({
+      url: `${rx.url}/hold`,
+      body: '{}',
+      headers: {},
+      timeoutMs: 30_000,
+      lane: { key: lane, cap, startBy },
+    });
+
+    it('never has more of a lane in flight than its cap, and starts the next as one ends', async () => {
+      const there = createThreadSender(options);
+      try {
+        const results = Array.from({ length: 12 }, () => there.send(hold(7, 3)));
+        await until(() => rx.held() === 3);
+        await new Promise((r) => setTimeout(r, 100));
+        expect(rx.held(), 'in flight before any ended').to.equal(3);
+        // each release ends three; the thread starts three more without being asked again
+        for (let round = 1; round < 4; round++) {
+          rx.release();
+          await until(() => rx.held() === 3);
+        }
+        rx.release();
+        for (const r of await Promise.all(results)) {
+          expect(r.statusCode).to.equal(200);
+          expect(r.notStarted).to.equal(undefined);
+        }
+        expect(rx.peakHeld()).to.equal(3);
+      } finally {
+        there.close();
+      }
+    });
+
+    it('gives back unstarted what waits in a dropped lane, and only that lane', async () => {
+      const there = createThreadSender(options);
+      try {
+        const a = Array.from({ length: 4 }, () => there.send(hold(1, 1)));
+        const b = Array.from({ length: 2 }, () => there.send(hold(2, 1)));
+        await until(() => rx.held() === 2);
+        there.drop!(1);
+        const droppedA = await Promise.all(a.slice(1));
+        for (const r of droppedA) {
+          expect(r.notStarted).to.equal(true);
+          expect(r.statusCode).to.equal(null);
+        }
+        rx.release();
+        expect((await a[0]!).statusCode).to.equal(200);
+        await until(() => rx.held() === 1);
+        rx.release();
+        for (const r of await Promise.all(b)) expect(r.statusCode).to.equal(200);
+        expect(rx.peakHeld()).to.equal(2);
+      } finally {
+        there.close();
+      }
+    });
+
+    it('does not start an attempt whose start-by time passed while it waited', async () => {
+      const there = createThreadSender(options);
+      try {
+        const first = there.send(hold(3, 1));
+        const late = there.send(hold(3, 1, Date.now() + 200));
+        await until(() => rx.held() === 1);
+        await new Promise((r) => setTimeout(r, 300));
+        rx.release();
+        expect((await first).statusCode).to.equal(200);
+        expect((await late).notStarted).to.equal(true);
+        expect(rx.peakHeld()).to.equal(1);
+      } finally {
+        there.close();
+      }
+    });
+
+    it('gives back what waits when the caller’s signal aborts, and interrupts what runs', async () => {
+      const there = createThreadSender(options);
+      const abort = new AbortController();
+      try {
+        const reqs = Array.from({ length: 3 }, () => there.send({ ...hold(4, 1), signal: abort.signal }));
+        await until(() => rx.held() === 1);
+        abort.abort();
+        const [running, ...waiting] = await Promise.all(reqs);
+        expect(running!.error).to.equal(INTERRUPTED_ERROR);
+        for (const r of waiting) expect(r.notStarted).to.equal(true);
+      } finally {
+        there.close();
+      }
+    });
   });
 });
