@@ -50,6 +50,8 @@ export interface DispatcherOptions {
    * outcomes gather before they are written (ms); default COALESCE_MS
    */
   coalesceMs?: number;
+  /** an endpoint faster than this on average (ms) has its next attempts handed to the sender early; default HANDOFF_FAST_MS */
+  handoffFastMs?: number;
   /** how long stop() waits for requests in flight before interrupting them (ms) */
   stopGraceMs?: number;
   /** the circuit breaker: failures in a row that pause an endpoint, first and longest pause */
@@ -90,6 +92,7 @@ export class Dispatcher {
   private readonly batchSize: number;
   private readonly pollMs: number;
   private readonly coalesceMs: number;
+  private readonly handoffFastMs: number;
   private readonly stopGraceMs: number;
   private readonly share: FairShare;
   private readonly breaker: BreakerOptions;
@@ -129,6 +132,7 @@ export class Dispatcher {
     this.batchSize = opts.batchSize ?? 200;
     this.pollMs = opts.pollIntervalMs ?? 1000;
     this.coalesceMs = opts.coalesceMs ?? COALESCE_MS;
+    this.handoffFastMs = opts.handoffFastMs ?? HANDOFF_FAST_MS;
     this.stopGraceMs = opts.stopGraceMs ?? 5000;
     const configured = deps.config.webhookShare ?? DEFAULT_SHARE;
     const host = {
@@ -339,12 +343,12 @@ export class Dispatcher {
    * (`cap`): the sender starts them itself as slots free (Sender.prefetches,
    * lane-gate.rules.ts), so a fast endpoint's next request does not wait for
    * a round trip between threads. Only a fast endpoint's lane (its attempts
-   * under HANDOFF_FAST_MS on average) gets them: a slow one's requests take
+   * under handoffFastMs, HANDOFF_FAST_MS by default, on average) gets them: a slow one's requests take
    * far longer than that round trip, and a job handed over counts as started
-   * for the lane's speed (oldestAge). None while the lane is below its full cap.
+   * for the lane's speed (oldestAge). Up to the cap again: twice it in all.
    */
   private handoff(lane: Lane, cap: number): number {
-    if (!this.sender.prefetches || lane.ewmaMs === undefined || lane.ewmaMs >= HANDOFF_FAST_MS) return 0;
+    if (!this.sender.prefetches || lane.ewmaMs === undefined || lane.ewmaMs >= this.handoffFastMs) return 0;
     return cap;
   }
 
