@@ -340,7 +340,7 @@ export class Dispatcher {
 
   /**
    * Attempts the lane may hand to the sender beyond its requests in flight
-   * (`cap`): the sender starts them itself as slots free (Sender.prefetches,
+   * (`cap`): the sender starts them itself as slots free (Sender.drop,
    * lane-gate.rules.ts), so a fast endpoint's next request does not wait for
    * a round trip between threads. Only a fast endpoint's lane (its attempts
    * under handoffFastMs, HANDOFF_FAST_MS by default, on average) gets them: a slow one's requests take
@@ -348,7 +348,7 @@ export class Dispatcher {
    * for the lane's speed (oldestAge). Up to the cap again: twice it in all.
    */
   private handoff(lane: Lane, cap: number): number {
-    if (!this.sender.prefetches || lane.ewmaMs === undefined || lane.ewmaMs >= this.handoffFastMs) return 0;
+    if (!this.sender.drop || lane.ewmaMs === undefined || lane.ewmaMs >= this.handoffFastMs) return 0;
     return cap;
   }
 

@@ -38,14 +38,17 @@ function settled(id: number, r: SendResult): void {
 
 function run(req: WireRequest, after?: () => void): void {
   const [id, url, body, headers, timeoutMs] = req;
-  sender
-    .send({ url, body, headers, timeoutMs, signal: abort.signal })
-    .then(
-      (r) => settled(id, r),
-      // send() resolves whatever happens; should it ever throw, the attempt still ends
-      (err: unknown) => settled(id, unsentAttempt(String((err as Error)?.message ?? err).slice(0, 500))),
-    )
-    .finally(after);
+  sender.send({ url, body, headers, timeoutMs, signal: abort.signal }).then(
+    (r) => {
+      settled(id, r);
+      after?.();
+    },
+    // send() resolves whatever happens; should it ever throw, the attempt still ends
+    (err: unknown) => {
+      settled(id, unsentAttempt(String((err as Error)?.message ?? err).slice(0, 500)));
+      after?.();
+    },
+  );
 }
 
 function send(req: WireRequest): void {

@@ -24,7 +24,7 @@ export interface SendRequest {
   signal?: AbortSignal;
   /**
    * the integration's cap, for a sender that may be handed more than it
-   * (Sender.prefetches): started once fewer than `cap` of the lane's are in
+   * (one with Sender.drop): started once fewer than `cap` of the lane's are in
    * flight, and not at all after `startBy` (ms since the epoch)
    */
   lane?: { key: number; cap: number; startBy: number };
@@ -62,11 +62,11 @@ export interface Sender {
   /** resolves once attempts start as soon as they are sent (a sender on another thread: once it has loaded) */
   ready?(): Promise<void>;
   /**
-   * true: it applies each request's `lane` cap itself, so the dispatcher may
-   * hand it a lane's next attempts before a slot is free (lane-gate.rules.ts)
+   * Present on a sender that applies each request's `lane` cap itself, so the
+   * dispatcher may hand it a lane's next attempts before a slot is free
+   * (lane-gate.rules.ts): what waits for a slot in the lane (every lane when
+   * none is named) ends `notStarted`.
    */
-  readonly prefetches?: boolean;
-  /** what waits for a slot in the lane (every lane when none is named) ends `notStarted` */
   drop?(lane?: number): void;
 }
 

@@ -7,7 +7,7 @@
 //
 // Requests and results cross as arrays (structured clone), gathered per
 // turn of each thread's event loop. A request may come before its
-// integration has a free slot (Sender.prefetches): the thread applies the
+// integration has a free slot (Sender.drop): the thread applies the
 // integration's cap itself (lane-gate.rules.ts), so a fast endpoint's next
 // attempt starts as the last one ends instead of a round trip between the
 // threads later. If the thread dies, the attempts it
@@ -138,7 +138,6 @@ export function createThreadSender(opts: SenderOptions, onThreadError?: (err: un
     ready(): Promise<void> {
       return loaded;
     },
-    prefetches: true,
     drop(lane?: number): void {
       // after what was queued on this side: those are sent first, then dropped if still waiting
       flush();
