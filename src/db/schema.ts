@@ -198,6 +198,16 @@ export interface DeliveriesTable {
   last_error: string | null;
   /** the contact a `matched` or `event` body names (privacy requests find a person's deliveries by it); null for erasure notices */
   contact: string | null;
+  /**
+   * The attempt that delivered it (its start, status, duration and excerpt),
+   * kept on the delivery instead of a row of delivery_attempts; null while not
+   * delivered, and for deliveries delivered before 2026-12-01, whose attempt is
+   * a row there (src/db/migrations/2026-12-01T0100_delivering_attempt.ts)
+   */
+  delivered_attempt_at: Timestamp | null;
+  delivered_status_code: number | null;
+  delivered_duration_ms: number | null;
+  delivered_response_excerpt: string | null;
 }
 
 export interface DeliveryAttemptsTable {

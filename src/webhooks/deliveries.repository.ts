@@ -19,6 +19,10 @@ const DELIVERY_COLUMNS = [
   'deliveries.created_at',
   'deliveries.delivered_at',
   'deliveries.last_error',
+  'deliveries.delivered_attempt_at',
+  'deliveries.delivered_status_code',
+  'deliveries.delivered_duration_ms',
+  'deliveries.delivered_response_excerpt',
 ] as const;
 
 export interface DeliveryRow {
@@ -34,6 +38,11 @@ export interface DeliveryRow {
   created_at: Date;
   delivered_at: Date | null;
   last_error: string | null;
+  /** the attempt that delivered it, when kept on the row (src/db/migrations/2026-12-01T0100_delivering_attempt.ts) */
+  delivered_attempt_at: Date | null;
+  delivered_status_code: number | null;
+  delivered_duration_ms: number | null;
+  delivered_response_excerpt: string | null;
 }
 
 export interface AttemptRow {
@@ -81,7 +90,11 @@ export async function findMemberDelivery(db: Executor, userId: number, id: numbe
   return q.executeTakeFirst();
 }
 
-/** Attempts of these deliveries of the organisation, in the order they were made. */
+/**
+ * Attempts of these deliveries of the organisation recorded as rows, in the
+ * order they were made: every attempt but one that delivered since
+ * 2026-12-01, which is on its delivery's row (deliveredAttempt).
+ */
 export function attemptsOf(db: Executor, orgId: OrgId, deliveryIds: number[]): Promise<AttemptRow[]> {
   if (deliveryIds.length === 0) return Promise.resolve([]);
   return orgScoped(db, orgId)
@@ -113,4 +126,18 @@ export async function requeueDelivery(tx: Transaction<DB>, orgId: OrgId, id: num
     .executeTakeFirst();
   if (row) await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, ${notifyPayload([orgId])}::text)`.execute(tx);
   return row;
+}
+
+/** The attempt that delivered this delivery, when it is kept on the row (the last of its attempts). */
+export function deliveredAttempt(row: DeliveryRow): AttemptRow | null {
+  if (row.delivered_attempt_at === null) return null;
+  return {
+    delivery_id: row.id,
+    n: row.attempts_count,
+    attempted_at: row.delivered_attempt_at,
+    status_code: row.delivered_status_code,
+    duration_ms: row.delivered_duration_ms ?? 0,
+    error: null,
+    response_excerpt: row.delivered_response_excerpt,
+  };
 }

@@ -11,6 +11,7 @@ import {
   type AttemptRow,
   type DeliveryRow,
   attemptsOf,
+  deliveredAttempt,
   findMemberDelivery,
   listDeliveries as listRows,
   requeueDelivery,
@@ -34,7 +35,9 @@ function toAttempt(a: AttemptRow): Delivery['attempts'][number] {
   };
 }
 
-function toDelivery(row: DeliveryRow, attempts: AttemptRow[]): Delivery {
+function toDelivery(row: DeliveryRow, recorded: AttemptRow[]): Delivery {
+  const delivering = deliveredAttempt(row);
+  const attempts = delivering ? [...recorded, delivering] : recorded;
   return {
     id: row.id,
     org_id: row.org_id,

@@ -3,7 +3,10 @@
 // number the claim gave: the fencing token), and moves each endpoint's
 // circuit breaker on (webhook_endpoint_health, circuit-breaker.rules.ts), all in one
 // statement. A healthy endpoint costs the breaker nothing but a primary-key
-// probe: its row only exists while it fails.
+// probe: its row only exists while it fails. An attempt that delivers is
+// written into its delivery's row (the delivered_* columns), which the
+// outcome updates anyway; the others are rows of delivery_attempts
+// (src/db/migrations/2026-12-01T0100_delivering_attempt.ts says why).
 import { sql } from 'kysely';
 import { type Database, PREPARE } from '../db/database.ts';
 import type { BreakerOptions, EndpointOutcome } from './circuit-breaker.rules.ts';
@@ -136,7 +139,11 @@ async function completeAttemptsIn(
             ELSE NULL END,
           delivered_at = CASE WHEN r.outcome = 'delivered' THEN r.delivered_at ELSE d.delivered_at END,
           last_error = CASE WHEN r.outcome = 'delivered' THEN d.last_error ELSE r.last_error END,
-          schedule_start = d.schedule_start + CASE WHEN r.outcome = 'interrupted' THEN 1 ELSE 0 END
+          schedule_start = d.schedule_start + CASE WHEN r.outcome = 'interrupted' THEN 1 ELSE 0 END,
+          delivered_attempt_at = CASE WHEN r.outcome = 'delivered' THEN r.attempted_at ELSE d.delivered_attempt_at END,
+          delivered_status_code = CASE WHEN r.outcome = 'delivered' THEN r.status_code ELSE d.delivered_status_code END,
+          delivered_duration_ms = CASE WHEN r.outcome = 'delivered' THEN r.duration_ms ELSE d.delivered_duration_ms END,
+          delivered_response_excerpt = CASE WHEN r.outcome = 'delivered' THEN r.response_excerpt ELSE d.delivered_response_excerpt END
       FROM r
       WHERE d.org_id = ${org}::bigint AND d.id = r.id AND d.attempts_count = r.n
         AND d.status IN ('pending', 'cancelled')
@@ -146,6 +153,7 @@ async function completeAttemptsIn(
       INSERT INTO delivery_attempts (org_id, delivery_id, n, attempted_at, status_code, duration_ms, error, response_excerpt)
       SELECT r.org_id, r.id, r.n, r.attempted_at, r.status_code, r.duration_ms, r.error, r.response_excerpt
       FROM u JOIN r ON r.org_id = u.org_id AND r.id = u.id
+      WHERE r.outcome <> 'delivered'
       ON CONFLICT DO NOTHING
     ),
     hs AS (

@@ -120,12 +120,13 @@ export async function unredactedNotices(db: Executor, orgId: OrgId, limit: numbe
 /**
  * Replaces the bodies of finished erasure notices (only while they are still
  * finished: a retry may have requeued one) and drops the response excerpts
- * of their attempts (a receiver may echo the body). Returns how many.
+ * of their attempts, the delivering one's on the row included (a receiver
+ * may echo the body). Returns how many.
  */
 export async function redactNotices(db: Executor, orgId: OrgId, rows: { id: number; body: string }[]): Promise<number> {
   if (rows.length === 0) return 0;
   const { rows: done } = await sql<{ id: number }>`
-    UPDATE deliveries d SET body = u.body
+    UPDATE deliveries d SET body = u.body, delivered_response_excerpt = NULL
     FROM unnest(${rows.map((x) => x.id)}::bigint[], ${rows.map((x) => x.body)}::text[]) AS u(id, body)
     WHERE d.org_id = ${orgId}::bigint AND d.id = u.id AND d.kind = 'erased' AND d.status <> 'pending'
     RETURNING d.id

@@ -42,7 +42,8 @@ describe('privacy: erasure', function () {
     );
     account = await newAccount(srv);
     echo = await TestReceiver.start((req) => ({ status: 200, body: req.body }));
-    failing = await TestReceiver.start(() => ({ status: 503, body: 'down' }));
+    // both echo what they are sent: a delivered attempt's excerpt is kept on its delivery, a failed one's in delivery_attempts
+    failing = await TestReceiver.start((req) => ({ status: 503, body: req.body }));
   });
   after(async () => {
     await srv?.stop();

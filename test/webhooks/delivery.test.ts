@@ -159,6 +159,19 @@ describe('webhook delivery', function () {
     expect(d.attempts.map((a) => a.status_code)).to.deep.equal([500, 200]);
     expect(d.attempts[0]!.response_excerpt).to.equal('boom');
     expect(d.last_error).to.equal('HTTP 500');
+    // the failed attempt is a row of delivery_attempts; the one that delivered is kept on the delivery's row
+    // (one write less per delivery), and the API lists both, in the order they were made
+    const rows = await srv.deps.db
+      .selectFrom('delivery_attempts')
+      .select(['n', 'status_code'])
+      .where('org_id', '=', tenant.orgId)
+      .where('delivery_id', '=', id!)
+      .execute();
+    expect(rows).to.deep.equal([{ n: 1, status_code: 500 }]);
+    const [failedAt, deliveredAt] = d.attempts.map((a) => Date.parse(a.attempted_at));
+    expect(d.attempts[1]).to.include({ status_code: 200, error: null });
+    expect(d.attempts[1]!.duration_ms).to.be.a('number').and.at.least(0);
+    expect(deliveredAt).to.be.greaterThan(failedAt!).and.at.most(Date.parse(d.delivered_at!));
   });
 
   it('counts a receiver slower than httpTimeout as a failed attempt and retries it', async () => {
@@ -239,6 +252,7 @@ describe('webhook delivery', function () {
     expect(retried.body.next_attempt_at).to.be.a('string');
     const delivered = await settled(id!, 'delivered');
     expect(delivered.attempts_count).to.equal(4);
+    expect(delivered.attempts.map((a) => a.status_code)).to.deep.equal([503, 503, 503, 200]);
     expect(r.requests).to.have.length(4);
     expect(new Set(r.requests.map((q) => q.headers['webhook-id']))).to.deep.equal(new Set([failed.webhook_id]));
 

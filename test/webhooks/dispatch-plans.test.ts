@@ -60,12 +60,10 @@ describe('webhooks: the dispatcher’s statements find deliveries by key under a
         [1, 2, 3].map(() => ({ kind: 'event' as const, body: exportedBody(tenant.orgId) })),
       );
       await receiver.waitFor(3, 10_000);
-      // the outcomes are written after the receiver answered
-      for (
-        let i = 0;
-        i < 100 && !(await srv.deps.db.selectFrom('delivery_attempts').select('n').where('org_id', '=', tenant.orgId).execute()).length;
-        i++
-      ) {
+      // the outcomes are written after the receiver answered (a delivering attempt onto its delivery's row)
+      const delivered = () =>
+        srv.deps.db.selectFrom('deliveries').select('id').where('org_id', '=', tenant.orgId).where('delivered_attempt_at', 'is not', null).execute();
+      for (let i = 0; i < 100 && (await delivered()).length < 3; i++) {
         await new Promise((r) => setTimeout(r, 20));
       }
     });

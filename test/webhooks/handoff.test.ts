@@ -60,14 +60,20 @@ async function backlog(srv: TestServer, rx: Counting, total: number, tag: string
   return { tenant, hook };
 }
 
-/** Attempts recorded for the organisation. */
+/** Attempts recorded for the organisation: rows of delivery_attempts, and the delivering ones kept on their deliveries. */
 async function attemptsOf(srv: TestServer, orgId: OrgId): Promise<number> {
-  const row = await srv.deps.db
+  const rows = await srv.deps.db
     .selectFrom('delivery_attempts')
     .select((eb) => eb.fn.countAll<string>().as('n'))
     .where('org_id', '=', orgId)
     .executeTakeFirstOrThrow();
-  return Number(row.n);
+  const delivered = await srv.deps.db
+    .selectFrom('deliveries')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('org_id', '=', orgId)
+    .where('delivered_attempt_at', 'is not', null)
+    .executeTakeFirstOrThrow();
+  return Number(rows.n) + Number(delivered.n);
 }
 
 /**
