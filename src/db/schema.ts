@@ -193,6 +193,12 @@ export interface DeliveriesTable {
   /** attempts_count when the current retry schedule started (a manual retry restarts it) */
   schedule_start: Generated<number>;
   next_attempt_at: Timestamp | null;
+  /**
+   * the claim's lease (its attempt's end at the latest); a pending delivery is
+   * due once next_attempt_at has passed and it holds no lease still running
+   * (src/db/migrations/2026-12-01T0200_deliveries_lease.ts)
+   */
+  lease_until: Timestamp | null;
   created_at: GeneratedTimestamp;
   delivered_at: Timestamp | null;
   last_error: string | null;

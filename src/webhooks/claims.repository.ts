@@ -85,6 +85,7 @@ export async function dueOrganisations(db: Database, now: Date, limit: number, e
   const { rows } = await sql<{ org_id: OrgId }>`${sql.raw(PREPARE)}${sql.raw(ALL_ORGANISATIONS)}
     SELECT d.org_id FROM deliveries d
     WHERE d.status = 'pending' AND d.next_attempt_at <= ${dueBy}::timestamptz
+      AND (d.lease_until IS NULL OR d.lease_until <= ${dueBy}::timestamptz)
       AND d.org_id % ${slot?.count ?? 1}::bigint = ${slot?.index ?? 0}::bigint
       AND d.org_id <> ALL (${excluded}::bigint[])
       AND NOT EXISTS (
@@ -106,15 +107,20 @@ export async function dueOrganisations(db: Database, now: Date, limit: number, e
  * one whose cool-down ended gets one delivery as its probe (the breaker row
  * is moved on in the same statement, so only one process probes). Each
  * claimed delivery gets a lease of its integration's httpTimeout plus the
- * margin and its attempt number. Due deliveries of an inactive or deleted
+ * margin (in `lease_until`, which no index holds, so the claim is a HOT
+ * update: src/db/migrations/2026-12-01T0200_deliveries_lease.ts) and its
+ * attempt number. A pending delivery is due once its next_attempt_at has
+ * passed and it holds no lease still running. Due deliveries of an inactive or deleted
  * integration are cancelled instead. An attempt left without an outcome by
  * a process that died is recorded as such. One statement within one
  * organisation (one shard under Citus), whatever the other tenants' backlogs.
  *
  * How: a loose index scan of deliveries_pending_org finds every integration
- * of the organisation with pending deliveries and its oldest (one index
- * descent each, whatever the backlogs), then each due integration's oldest
- * deliveries are locked (SKIP LOCKED) up to its room, and cut to the limit.
+ * of the organisation with pending deliveries (one index descent each,
+ * whatever the backlogs), a second descent each its oldest due one past
+ * those in flight (at most its requests in flight, read and skipped), then
+ * each due integration's oldest deliveries are locked (SKIP LOCKED) up to its
+ * room, and cut to the limit.
  */
 export async function claimForOrganisation(db: Database, org: OrgId, now: Date, opts: ClaimOptions): Promise<Claim> {
   const margin = opts.leaseMarginMs;
@@ -134,7 +140,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
     ),
     rooms_i AS (SELECT * FROM unnest(${ri.map((r) => r.id)}::bigint[], ${ri.map((r) => r.room)}::int[]) AS r(integration_id, room)),
     due AS (
-      SELECT q.org_id, q.integration_id, q.next_attempt_at AS head,
+      SELECT q.org_id, q.integration_id, f.next_attempt_at AS head,
              COALESCE(i.active AND i.deleted_at IS NULL, false) AS live,
              -- the lease end, computed here: Citus refuses timestamptz arithmetic on columns in UPDATE SET
              ${now}::timestamptz + (i.http_timeout * 1000 + ${margin}::int) * interval '1 millisecond' AS lease_until,
@@ -142,28 +148,35 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
              ${opts.limit}::int AS org_room,
              least(COALESCE(ri.room, ${opts.defaultIntegrationRoom}::int), ${opts.limit}::int) AS room
       FROM queues q
+      -- the integration's oldest delivery that is due and holds no running lease (its queue's head may be in flight)
+      CROSS JOIN LATERAL (
+        SELECT e.next_attempt_at FROM deliveries e
+        WHERE e.org_id = ${org}::bigint AND e.integration_id = q.integration_id AND e.status = 'pending'
+          AND e.next_attempt_at <= ${dueBy}::timestamptz AND (e.lease_until IS NULL OR e.lease_until <= ${dueBy}::timestamptz)
+        ORDER BY e.next_attempt_at LIMIT 1
+      ) f
       LEFT JOIN integrations i ON i.org_id = ${org}::bigint AND i.id = q.integration_id
       LEFT JOIN webhook_endpoint_health h ON h.org_id = ${org}::bigint AND h.integration_id = q.integration_id
       LEFT JOIN rooms_i ri ON ri.integration_id = q.integration_id
-      WHERE q.next_attempt_at <= ${dueBy}::timestamptz
     ),
     open_queues AS (
       SELECT d.*, count(*) OVER () AS n
       FROM (SELECT * FROM due WHERE live AND NOT paused AND room > 0 ORDER BY head LIMIT ${opts.limit}::int) d
     ),
     picked AS (
-      SELECT x.org_id, x.id, x.next_attempt_at, q.integration_id, q.org_room, q.room, q.take, q.lease_until,
+      SELECT x.org_id, x.id, x.next_attempt_at, x.due_at, q.integration_id, q.org_room, q.room, q.take, q.lease_until,
              row_number() OVER (PARTITION BY q.integration_id ORDER BY x.next_attempt_at, x.id) AS rn_i
       FROM (SELECT o.*, least(o.room, ceil(${opts.limit}::numeric / o.n)::int) AS take FROM open_queues o) q
       CROSS JOIN LATERAL (
-        SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
+        SELECT e.org_id, e.id, e.next_attempt_at, GREATEST(e.next_attempt_at, e.lease_until) AS due_at FROM deliveries e
         WHERE e.org_id = ${org}::bigint AND e.integration_id = q.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${dueBy}::timestamptz
+          AND (e.lease_until IS NULL OR e.lease_until <= ${dueBy}::timestamptz)
         ORDER BY e.next_attempt_at LIMIT q.take
         FOR UPDATE SKIP LOCKED
       ) x
     ),
     chosen AS (
-      SELECT r.org_id, r.id, r.next_attempt_at AS lease_was, false AS probe, r.lease_until
+      SELECT r.org_id, r.id, r.due_at AS lease_was, false AS probe, r.lease_until
       FROM (SELECT p.*, row_number() OVER (PARTITION BY p.org_id ORDER BY p.rn_i, p.next_attempt_at, p.id) AS rn_o FROM picked p) r
       WHERE r.rn_o <= r.org_room
       ORDER BY r.rn_o, r.next_attempt_at
@@ -180,10 +193,11 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
       RETURNING h.org_id, h.integration_id, d.lease_until
     ),
     probes AS (
-      SELECT x.org_id, x.id, x.next_attempt_at AS lease_was, true AS probe, t.lease_until
+      SELECT x.org_id, x.id, x.due_at AS lease_was, true AS probe, t.lease_until
       FROM tickets t CROSS JOIN LATERAL (
-        SELECT e.org_id, e.id, e.next_attempt_at FROM deliveries e
+        SELECT e.org_id, e.id, GREATEST(e.next_attempt_at, e.lease_until) AS due_at FROM deliveries e
         WHERE e.org_id = ${org}::bigint AND e.integration_id = t.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${dueBy}::timestamptz
+          AND (e.lease_until IS NULL OR e.lease_until <= ${dueBy}::timestamptz)
         ORDER BY e.next_attempt_at LIMIT 1
         FOR UPDATE SKIP LOCKED
       ) x
@@ -193,6 +207,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
       FROM due d CROSS JOIN LATERAL (
         SELECT e.org_id, e.id FROM deliveries e
         WHERE e.org_id = ${org}::bigint AND e.integration_id = d.integration_id AND e.status = 'pending' AND e.next_attempt_at <= ${dueBy}::timestamptz
+          AND (e.lease_until IS NULL OR e.lease_until <= ${dueBy}::timestamptz)
         LIMIT ${opts.limit}::int
         FOR UPDATE SKIP LOCKED
       ) x
@@ -201,7 +216,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
     ),
     cancelled AS (
       UPDATE deliveries d
-      SET status = 'cancelled', next_attempt_at = NULL, last_error = ${INACTIVE_ERROR}
+      SET status = 'cancelled', next_attempt_at = NULL, lease_until = NULL, last_error = ${INACTIVE_ERROR}
       FROM dead
       WHERE d.org_id = ${org}::bigint AND d.id = dead.id
       RETURNING d.id
@@ -212,7 +227,7 @@ export async function claimForOrganisation(db: Database, org: OrgId, now: Date, 
     claimed AS (
       UPDATE deliveries d
       SET attempts_count = d.attempts_count + 1,
-          next_attempt_at = t.lease_until
+          lease_until = t.lease_until
       FROM taken t, integrations i
       WHERE d.org_id = ${org}::bigint AND d.id = t.id
         AND i.org_id = ${org}::bigint AND i.id = d.integration_id
@@ -264,12 +279,16 @@ async function recordLostAttempts(db: Database, org: OrgId, claimed: ClaimedDeli
     .execute();
 }
 
-/** Gives claims back unsent (due at once, attempt number restored), e.g. for a saturated endpoint. */
+/**
+ * Gives claims back unsent (due at once: their next_attempt_at had passed when
+ * claimed; attempt number restored, lease cleared: a HOT update), e.g. for a
+ * saturated endpoint.
+ */
 export async function releaseClaims(db: Database, claims: { orgId: OrgId; id: number; n: number }[]): Promise<void> {
   if (claims.length === 0) return;
   await sql`
     UPDATE deliveries d
-    SET attempts_count = d.attempts_count - 1, next_attempt_at = ${new Date()}::timestamptz
+    SET attempts_count = d.attempts_count - 1, lease_until = NULL
     FROM unnest(${claims.map((c) => c.orgId)}::bigint[], ${claims.map((c) => c.id)}::bigint[],
                 ${claims.map((c) => c.n)}::int[]) AS r(org_id, id, n)
     WHERE d.org_id = r.org_id AND d.id = r.id AND d.attempts_count = r.n AND d.status = 'pending'

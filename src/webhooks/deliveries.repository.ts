@@ -16,6 +16,7 @@ const DELIVERY_COLUMNS = [
   'deliveries.status',
   'deliveries.attempts_count',
   'deliveries.next_attempt_at',
+  'deliveries.lease_until',
   'deliveries.created_at',
   'deliveries.delivered_at',
   'deliveries.last_error',
@@ -35,6 +36,8 @@ export interface DeliveryRow {
   status: DeliveryStatus;
   attempts_count: number;
   next_attempt_at: Date | null;
+  /** the lease of a claim (an attempt in flight, or one whose outcome was lost) */
+  lease_until: Date | null;
   created_at: Date;
   delivered_at: Date | null;
   last_error: string | null;

@@ -35,6 +35,11 @@ function toAttempt(a: AttemptRow): Delivery['attempts'][number] {
   };
 }
 
+/** A pending delivery is attempted (again) once it is due and any lease it holds has run out: an attempt in flight shows its lease's end. */
+function nextAttemptAt(due: Date, lease: Date | null): Date {
+  return lease !== null && lease > due ? lease : due;
+}
+
 function toDelivery(row: DeliveryRow, recorded: AttemptRow[]): Delivery {
   const delivering = deliveredAttempt(row);
   const attempts = delivering ? [...recorded, delivering] : recorded;
@@ -46,7 +51,7 @@ function toDelivery(row: DeliveryRow, recorded: AttemptRow[]): Delivery {
     webhook_id: row.webhook_id,
     status: row.status,
     attempts_count: row.attempts_count,
-    next_attempt_at: row.status === 'pending' && row.next_attempt_at ? row.next_attempt_at.toISOString() : null,
+    next_attempt_at: row.status === 'pending' && row.next_attempt_at ? nextAttemptAt(row.next_attempt_at, row.lease_until).toISOString() : null,
     created_at: row.created_at.toISOString(),
     delivered_at: row.delivered_at ? row.delivered_at.toISOString() : null,
     last_error: row.last_error,

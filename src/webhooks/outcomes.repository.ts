@@ -140,6 +140,7 @@ async function completeAttemptsIn(
           delivered_at = CASE WHEN r.outcome = 'delivered' THEN r.delivered_at ELSE d.delivered_at END,
           last_error = CASE WHEN r.outcome = 'delivered' THEN d.last_error ELSE r.last_error END,
           schedule_start = d.schedule_start + CASE WHEN r.outcome = 'interrupted' THEN 1 ELSE 0 END,
+          lease_until = NULL,
           delivered_attempt_at = CASE WHEN r.outcome = 'delivered' THEN r.attempted_at ELSE d.delivered_attempt_at END,
           delivered_status_code = CASE WHEN r.outcome = 'delivered' THEN r.status_code ELSE d.delivered_status_code END,
           delivered_duration_ms = CASE WHEN r.outcome = 'delivered' THEN r.duration_ms ELSE d.delivered_duration_ms END,
