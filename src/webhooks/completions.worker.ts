@@ -38,6 +38,8 @@ export interface CompletionWriterOptions {
   onRetryScheduled: (delayMs: number) => void;
   /** told what each batch changed in endpoints' circuit breakers (failing ones, and those it closed) */
   onHealth: (changes: HealthChange[], resumed: CompletionResult['resumed']) => void;
+  /** told, after onHealth, the outcomes each batch wrote */
+  onWritten?: (written: { integrationId: number; outcome: Completion['outcome'] }[]) => void;
   /**
    * Outcomes gathered before a write while `backlog()` says one is being
    * worked: for up to `ms`, or until `batch()` are queued. Without it every
@@ -121,6 +123,7 @@ export class CompletionWriter {
         this.observeStatements(batch);
         this.count(batch, result.applied);
         if (result.health.length > 0 || result.resumed.length > 0) this.opts.onHealth(result.health, result.resumed);
+        this.opts.onWritten?.(batch.map((e) => ({ integrationId: e.endpoint.integrationId, outcome: e.completion.outcome })));
       } catch (err) {
         failures++;
         if (Date.now() >= this.giveUpAt) {

@@ -22,7 +22,7 @@ import { splitCaps } from './host-split.rules.ts';
 import { type WebhookMetrics, boundByLabel, webhookMetrics } from './webhook-metrics.service.ts';
 import { DELIVERIES_CHANNEL, type Notifications } from '../db/notifications.ts';
 import { parseNotifiedOrganisations } from './outbox.repository.ts';
-import type { HealthChange } from './outcomes.repository.ts';
+import type { CompletionOutcome, HealthChange } from './outcomes.repository.ts';
 import { decide } from './retry.rules.ts';
 import { type Sender, type SendResult, createSender, unsentAttempt } from './sender.client.ts';
 import { createThreadSender } from './thread-sender.client.ts';
@@ -88,6 +88,11 @@ const HANDOFF_FAST_MS = 25;
 
 /** attempt(): the sender gave the job back without starting it */
 const NOT_STARTED = Symbol('not started');
+
+/** An attempt that failed (to be retried, or for good) holds its lane until its outcome is written (unwrittenFailures). */
+function holdsLane(outcome: CompletionOutcome): boolean {
+  return outcome === 'retry' || outcome === 'failed';
+}
 export class Dispatcher {
   private readonly batchSize: number;
   private readonly pollMs: number;
@@ -122,6 +127,13 @@ export class Dispatcher {
   private retryTimer: { at: number; timer: NodeJS.Timeout } | undefined;
   /** rows the sender did not start, given back together (giveBack) */
   private givingBack: ClaimedDelivery[] = [];
+  /**
+   * Integrations with failed attempts whose outcomes are not yet written, and
+   * how many: none of their attempts starts until those are written and what
+   * they did to the endpoint's circuit breaker is known (healthChanged), so an
+   * endpoint whose breaker they open is sent nothing more meanwhile.
+   */
+  private readonly unwrittenFailures = new Map<number, number>();
   private givenBack: Promise<void> = Promise.resolve();
 
   constructor(
@@ -163,6 +175,7 @@ export class Dispatcher {
       breaker: { ...this.breaker, disableAfterMs: deps.config.webhookDisableAfterMs },
       onRetryScheduled: (delayMs) => this.wakeIn(delayMs),
       onHealth: (changes, resumed) => this.healthChanged(changes, resumed),
+      onWritten: (written) => this.failuresWritten(written),
       // a backlog's outcomes are written a pool's part at a time, as it is claimed
       gather: { ms: this.coalesceMs, batch: () => this.share.poolPart(), backlog: () => this.share.holdsBacklog() },
     });
@@ -318,8 +331,10 @@ export class Dispatcher {
     const spare = Math.min(2_000, this.deps.config.webhookLeaseMarginMs / 2);
     const cap = this.share.laneLimit(lane);
     if (cap === 0) this.sender.drop?.(lane.integrationId);
-    const extra = this.handoff(lane, cap);
-    for (let job = this.share.next(lane, extra); job; job = this.share.next(lane, extra)) {
+    // a failure not yet written holds the lane (unwrittenFailures); failuresWritten pumps it again
+    const held = this.unwrittenFailures.has(lane.integrationId);
+    const extra = held ? 0 : this.handoff(lane, cap);
+    for (let job = held ? undefined : this.share.next(lane, extra); job; job = this.share.next(lane, extra)) {
       if (Date.now() + job.row.http_timeout * 1000 + spare > job.leaseEnd) {
         this.share.finished(job, undefined);
         expired.push(job);
@@ -414,6 +429,7 @@ export class Dispatcher {
     const durationLabel = outcome.kind === 'delivered' ? '2xx' : outcome.kind === 'failed' ? 'failed' : 'retry';
     this.attemptDuration(durationLabel).observe(result.durationMs / 1000);
     const lastError = result.error ?? (result.statusCode !== null ? `HTTP ${result.statusCode}` : null);
+    if (holdsLane(outcome.kind)) this.unwrittenFailures.set(row.integration_id, (this.unwrittenFailures.get(row.integration_id) ?? 0) + 1);
     this.writer.add(
       row.kind,
       {
@@ -433,6 +449,21 @@ export class Dispatcher {
       { integrationId: row.integration_id, probe: row.probe },
     );
     return interrupted ? undefined : result.durationMs;
+  }
+
+  /** Outcomes written (after healthChanged): a lane whose failures are all written starts attempts again. */
+  private failuresWritten(written: { integrationId: number; outcome: CompletionOutcome }[]): void {
+    for (const w of written) {
+      if (!holdsLane(w.outcome)) continue;
+      const left = (this.unwrittenFailures.get(w.integrationId) ?? 1) - 1;
+      if (left > 0) {
+        this.unwrittenFailures.set(w.integrationId, left);
+        continue;
+      }
+      this.unwrittenFailures.delete(w.integrationId);
+      const lane = this.share.laneOf(w.integrationId);
+      if (lane && !this.stopping) this.pump(lane);
+    }
   }
 
   /** What an outcome write changed in endpoints' circuit breakers. */

@@ -343,6 +343,11 @@ export class FairShare {
     return reopened;
   }
 
+  /** The integration's lane, while this process holds or recently held its deliveries. */
+  laneOf(integrationId: number): Lane | undefined {
+    return this.lanes.get(integrationId);
+  }
+
   /** Removes and returns the jobs of an integration that have not started (its breaker opened). */
   takeWaiting(integrationId: number): Job[] {
     const lane = this.lanes.get(integrationId);

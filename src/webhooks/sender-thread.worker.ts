@@ -3,7 +3,8 @@
 // and posts their results back, gathered per turn of its event loop. An
 // attempt with a lane waits here for a slot of its integration's cap
 // (lane-gate.rules.ts): the next one starts as the last ends, without a
-// round trip to the dispatcher's thread.
+// round trip to the dispatcher's thread; a failed one gives back what waits
+// in its lane instead.
 //
 // Messages in: { t: 'send', reqs: WireRequest[] }, { t: 'drop', lane } (what
 // waits in the lane, or in every lane when it is null, ends not started),
@@ -36,25 +37,37 @@ function settled(id: number, r: SendResult): void {
   out.push([id, r.startedAt.getTime(), r.statusCode, r.durationMs, r.error, r.responseExcerpt, r.retryAfterMs, r.permanent, r.notStarted === true]);
 }
 
-function run(req: WireRequest, after?: () => void): void {
+function run(req: WireRequest, after?: (r: SendResult) => void): void {
   const [id, url, body, headers, timeoutMs] = req;
   sender.send({ url, body, headers, timeoutMs, signal: abort.signal }).then(
     (r) => {
       settled(id, r);
-      after?.();
+      after?.(r);
     },
     // send() resolves whatever happens; should it ever throw, the attempt still ends
     (err: unknown) => {
-      settled(id, unsentAttempt(String((err as Error)?.message ?? err).slice(0, 500)));
-      after?.();
+      const r = unsentAttempt(String((err as Error)?.message ?? err).slice(0, 500));
+      settled(id, r);
+      after?.(r);
     },
   );
+}
+
+/**
+ * An attempt of a lane ended. A failure gives back what waits in the lane
+ * unstarted: the dispatcher starts nothing more of the integration until the
+ * failure's outcome is written and it knows whether the endpoint's circuit
+ * breaker opened (dispatcher.worker.ts `unwrittenFailures`).
+ */
+function ended(lane: number, r: SendResult): void {
+  if (r.statusCode === null || r.statusCode < 200 || r.statusCode >= 300) gate.drop(lane);
+  gate.done(lane);
 }
 
 function send(req: WireRequest): void {
   const [id, , , , , lane, cap, startBy] = req;
   if (lane === NO_LANE) return run(req);
-  gate.submit({ lane, cap, startBy, start: () => run(req, () => gate.done(lane)), skip: () => settled(id, notStarted()) });
+  gate.submit({ lane, cap, startBy, start: () => run(req, (r) => ended(lane, r)), skip: () => settled(id, notStarted()) });
 }
 
 port.on('message', (msg: ToThread) => {

@@ -236,6 +236,11 @@ describe('circuit breaker', function () {
       expect(Date.parse(paused.health.paused_until!)).to.be.above(Date.now());
       expect(paused.health).to.include({ disabled_at: null, disabled_reason: null });
 
+      // attempts started before the breaker opened may still be on their way (a loaded machine): once every
+      // attempt counted on a delivery has reached the receiver (what the dispatcher still held is given back,
+      // its count restored), nothing more may start while paused
+      const counted = async () => (await deliveries(hook.id)).reduce((n, d) => n + d.attempts_count, 0);
+      await eventually(async () => ((await counted()) === r.requests.length ? true : undefined), 5_000, 'attempts in flight to arrive');
       // while paused: no attempt, every delivery pending with the attempts it had
       const sentBefore = r.requests.length;
       const before = await deliveries(hook.id);

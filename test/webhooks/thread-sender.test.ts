@@ -19,6 +19,8 @@ interface Receiver {
   /** most /hold requests held at once */
   peakHeld: () => number;
   release: () => void;
+  /** answers the held requests 503 */
+  fail: () => void;
   close: () => Promise<void>;
 }
 
@@ -54,6 +56,13 @@ async function receiver(): Promise<Receiver> {
     peakHeld: () => peak,
     release: () => {
       for (const res of holding) res.end('late');
+      holding = [];
+    },
+    fail: () => {
+      for (const res of holding) {
+        res.statusCode = 503;
+        res.end('down');
+      }
       holding = [];
     },
     close: () =>
@@ -238,6 +247,24 @@ describe('webhook sender on its own thread', function () {
         await until(() => rx.held() === 1);
         rx.release();
         for (const r of await Promise.all(b)) expect(r.statusCode).to.equal(200);
+        expect(rx.peakHeld()).to.equal(2);
+      } finally {
+        there.close();
+      }
+    });
+
+    it('gives back unstarted what waits in a lane once one of its attempts fails', async () => {
+      // the dispatcher starts nothing more of the integration until the failure is written and it knows
+      // whether the endpoint's breaker opened: what waits here must not start meanwhile
+      const there = createThreadSender(options);
+      try {
+        const results = Array.from({ length: 6 }, () => there.send(hold(4, 2)));
+        await until(() => rx.held() === 2);
+        rx.fail();
+        const all = await Promise.all(results);
+        expect(all.slice(0, 2).map((r) => r.statusCode)).to.deep.equal([503, 503]);
+        for (const r of all.slice(2)) expect(r.notStarted).to.equal(true);
+        expect(rx.held()).to.equal(0);
         expect(rx.peakHeld()).to.equal(2);
       } finally {
         there.close();
