@@ -13,7 +13,14 @@ import type { Database } from '../db/database.ts';
 import type { Logger } from '../log.ts';
 import { summarise } from './circuit-breaker.rules.ts';
 import type { WebhookMetrics } from './webhook-metrics.service.ts';
-import { type BreakerSettings, type Completion, type CompletionResult, type HealthChange, completeAttempts } from './outcomes.repository.ts';
+import {
+  type BreakerSettings,
+  type Completion,
+  type CompletionResult,
+  type HealthChange,
+  completeAttempts,
+  isFailure,
+} from './outcomes.repository.ts';
 import type { OrgId } from '../db/tenancy.ts';
 
 const MAX_BATCH = 1000;
@@ -38,8 +45,8 @@ export interface CompletionWriterOptions {
   onRetryScheduled: (delayMs: number) => void;
   /** told what each batch changed in endpoints' circuit breakers (failing ones, and those it closed) */
   onHealth: (changes: HealthChange[], resumed: CompletionResult['resumed']) => void;
-  /** told, after onHealth, the outcomes each batch wrote */
-  onWritten?: (written: { integrationId: number; outcome: Completion['outcome'] }[]) => void;
+  /** told, after onHealth, the integration of each failed attempt (isFailure) a batch wrote, when it wrote any */
+  onFailuresWritten?: (integrationIds: number[]) => void;
   /**
    * Outcomes gathered before a write while `backlog()` says one is being
    * worked: for up to `ms`, or until `batch()` are queued. Without it every
@@ -123,7 +130,11 @@ export class CompletionWriter {
         this.observeStatements(batch);
         this.count(batch, result.applied);
         if (result.health.length > 0 || result.resumed.length > 0) this.opts.onHealth(result.health, result.resumed);
-        this.opts.onWritten?.(batch.map((e) => ({ integrationId: e.endpoint.integrationId, outcome: e.completion.outcome })));
+        if (this.opts.onFailuresWritten) {
+          const failed: number[] = [];
+          for (const e of batch) if (isFailure(e.completion.outcome)) failed.push(e.endpoint.integrationId);
+          if (failed.length > 0) this.opts.onFailuresWritten(failed);
+        }
       } catch (err) {
         failures++;
         if (Date.now() >= this.giveUpAt) {

@@ -22,7 +22,7 @@ import { splitCaps } from './host-split.rules.ts';
 import { type WebhookMetrics, boundByLabel, webhookMetrics } from './webhook-metrics.service.ts';
 import { DELIVERIES_CHANNEL, type Notifications } from '../db/notifications.ts';
 import { parseNotifiedOrganisations } from './outbox.repository.ts';
-import type { CompletionOutcome, HealthChange } from './outcomes.repository.ts';
+import { type HealthChange, isFailure } from './outcomes.repository.ts';
 import { decide } from './retry.rules.ts';
 import { type Sender, type SendResult, createSender, unsentAttempt } from './sender.client.ts';
 import { createThreadSender } from './thread-sender.client.ts';
@@ -89,10 +89,6 @@ const HANDOFF_FAST_MS = 25;
 /** attempt(): the sender gave the job back without starting it */
 const NOT_STARTED = Symbol('not started');
 
-/** An attempt that failed (to be retried, or for good) holds its lane until its outcome is written (unwrittenFailures). */
-function holdsLane(outcome: CompletionOutcome): boolean {
-  return outcome === 'retry' || outcome === 'failed';
-}
 export class Dispatcher {
   private readonly batchSize: number;
   private readonly pollMs: number;
@@ -175,7 +171,7 @@ export class Dispatcher {
       breaker: { ...this.breaker, disableAfterMs: deps.config.webhookDisableAfterMs },
       onRetryScheduled: (delayMs) => this.wakeIn(delayMs),
       onHealth: (changes, resumed) => this.healthChanged(changes, resumed),
-      onWritten: (written) => this.failuresWritten(written),
+      onFailuresWritten: (integrationIds) => this.failuresWritten(integrationIds),
       // a backlog's outcomes are written a pool's part at a time, as it is claimed
       gather: { ms: this.coalesceMs, batch: () => this.share.poolPart(), backlog: () => this.share.holdsBacklog() },
     });
@@ -429,7 +425,7 @@ export class Dispatcher {
     const durationLabel = outcome.kind === 'delivered' ? '2xx' : outcome.kind === 'failed' ? 'failed' : 'retry';
     this.attemptDuration(durationLabel).observe(result.durationMs / 1000);
     const lastError = result.error ?? (result.statusCode !== null ? `HTTP ${result.statusCode}` : null);
-    if (holdsLane(outcome.kind)) this.unwrittenFailures.set(row.integration_id, (this.unwrittenFailures.get(row.integration_id) ?? 0) + 1);
+    if (isFailure(outcome.kind)) this.unwrittenFailures.set(row.integration_id, (this.unwrittenFailures.get(row.integration_id) ?? 0) + 1);
     this.writer.add(
       row.kind,
       {
@@ -451,17 +447,16 @@ export class Dispatcher {
     return interrupted ? undefined : result.durationMs;
   }
 
-  /** Outcomes written (after healthChanged): a lane whose failures are all written starts attempts again. */
-  private failuresWritten(written: { integrationId: number; outcome: CompletionOutcome }[]): void {
-    for (const w of written) {
-      if (!holdsLane(w.outcome)) continue;
-      const left = (this.unwrittenFailures.get(w.integrationId) ?? 1) - 1;
+  /** Failures written (after healthChanged), one id each: a lane whose failures are all written starts attempts again. */
+  private failuresWritten(integrationIds: number[]): void {
+    for (const id of integrationIds) {
+      const left = (this.unwrittenFailures.get(id) ?? 1) - 1;
       if (left > 0) {
-        this.unwrittenFailures.set(w.integrationId, left);
+        this.unwrittenFailures.set(id, left);
         continue;
       }
-      this.unwrittenFailures.delete(w.integrationId);
-      const lane = this.share.laneOf(w.integrationId);
+      this.unwrittenFailures.delete(id);
+      const lane = this.share.laneOf(id);
       if (lane && !this.stopping) this.pump(lane);
     }
   }

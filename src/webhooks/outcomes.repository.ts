@@ -14,6 +14,11 @@ import type { OrgId } from '../db/tenancy.ts';
 
 export type CompletionOutcome = 'delivered' | 'retry' | 'failed' | 'interrupted';
 
+/** An attempt that failed (to be retried, or for good); an interrupted one says nothing about its endpoint. */
+export function isFailure(outcome: CompletionOutcome): boolean {
+  return outcome === 'retry' || outcome === 'failed';
+}
+
 export interface Completion {
   orgId: OrgId;
   id: number;
