@@ -12,6 +12,7 @@ import { findMemberIntegrationTarget } from './integrations.repository.ts';
 import { memberOrganisationDomainKey } from '../platform/organisations.service.ts';
 import { defaultAllowedDomains, urlHost } from '../identity/url-policy.rules.ts';
 import { type ContactMatched, contactMatchedPayload } from './payloads/contact-matched.payload.ts';
+import { delivers } from './retry.rules.ts';
 import { type Sender, createSender } from './sender.client.ts';
 import { deliveryHeaders, userAgent } from './signing.crypto.ts';
 import type { OrgId } from '../db/tenancy.ts';
@@ -77,7 +78,7 @@ export function createIntegrationTester(deps: Pick<Deps, 'db' | 'config' | 'ciph
         timeoutMs: target.http_timeout * 1000,
       });
       return {
-        delivered: r.statusCode !== null && r.statusCode >= 200 && r.statusCode <= 299,
+        delivered: delivers(r.statusCode),
         status_code: r.statusCode,
         duration_ms: r.durationMs,
         error: r.error,

@@ -48,13 +48,18 @@ export function retryAfterCap(schedule: number[]): number {
   return Math.max(60_000, ...schedule);
 }
 
+/** Whether a receiver's answer delivers the message: any 2xx status (no answer: not delivered). */
+export function delivers(statusCode: number | null): boolean {
+  return statusCode !== null && statusCode >= 200 && statusCode <= 299;
+}
+
 /**
  * The outcome of attempt number `attemptInSchedule` (1 = the first attempt
  * since the schedule started) given what the sender saw.
  */
 export function decide(attempt: AttemptSummary, attemptInSchedule: number, schedule: number[], random: () => number = Math.random): Outcome {
   const { statusCode } = attempt;
-  if (statusCode !== null && statusCode >= 200 && statusCode <= 299) return { kind: 'delivered' };
+  if (delivers(statusCode)) return { kind: 'delivered' };
   if (attempt.permanent) return { kind: 'failed' };
   if (statusCode !== null && !isRetryableStatus(statusCode)) return { kind: 'failed' };
   const step = schedule[attemptInSchedule - 1];

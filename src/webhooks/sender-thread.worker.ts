@@ -14,6 +14,7 @@
 import { setMaxListeners } from 'node:events';
 import { parentPort, workerData } from 'node:worker_threads';
 import { LaneGate } from './lane-gate.rules.ts';
+import { delivers } from './retry.rules.ts';
 import { type SendResult, type SenderOptions, createSender, notStarted, unsentAttempt } from './sender.client.ts';
 import { NO_LANE, type FromThread, type WireRequest, type WireResult, type ToThread } from './thread-sender.client.ts';
 
@@ -60,7 +61,7 @@ function run(req: WireRequest, after?: (r: SendResult) => void): void {
  * breaker opened (dispatcher.worker.ts `unwrittenFailures`).
  */
 function ended(lane: number, r: SendResult): void {
-  if (r.statusCode === null || r.statusCode < 200 || r.statusCode >= 300) gate.drop(lane);
+  if (!delivers(r.statusCode)) gate.drop(lane);
   gate.done(lane);
 }
 
