@@ -88,6 +88,7 @@ const HANDOFF_FAST_MS = 25;
 
 /** attempt(): the sender gave the job back without starting it */
 const NOT_STARTED = Symbol('not started');
+
 export class Dispatcher {
   private readonly batchSize: number;
   private readonly pollMs: number;
